@@ -1,0 +1,467 @@
+//! `validate(desc, level)`: every rule of specs/, in the order the spec files list them.
+//! Each rejection names its rule id and the exact fields and values that broke it.
+
+use crate::spec;
+use dmlcts_tensor::{
+    Coordinates, FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc,
+    TensorDesc,
+};
+use std::fmt;
+
+/// The first rule a descriptor breaks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// A constraint id from specs/, e.g. `split.output_sizes_sum_to_input`.
+    pub rule: String,
+    /// What broke it, with the fields and values, e.g.
+    /// "OutputTensors[1].Sizes[2] is 3 but InputTensor.Sizes[2] is 4".
+    pub message: String,
+}
+
+impl Violation {
+    fn new(rule: &str, message: String) -> Violation {
+        Violation {
+            rule: rule.to_string(),
+            message,
+        }
+    }
+
+    /// Whether the verdict would change at another feature level.
+    pub fn depends_on_feature_level(&self) -> bool {
+        spec::depends_on_feature_level(&self.rule)
+    }
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.rule, self.message)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Largest element count an output layout that is not simply nested is enumerated for, to
+/// prove its addresses distinct (see `check_output_addresses_distinct`).
+const MAX_ENUMERATED_OUTPUT_ELEMENTS: u128 = 1 << 20;
+
+/// Checks `op` against every rule in specs/ for a device at `level`.
+pub fn validate(op: &OperatorDesc, level: FeatureLevel) -> Result<(), Violation> {
+    let kind = op.kind();
+    let introduced = spec::introduced(kind);
+    if level < introduced {
+        return Err(Violation::new(
+            "operator.introduced_at_level",
+            format!(
+                "{} was introduced in DML_FEATURE_LEVEL_{introduced}; the target is {level}",
+                kind.dml_name()
+            ),
+        ));
+    }
+    match op {
+        OperatorDesc::Split(desc) => validate_split(desc, level),
+        OperatorDesc::Join(desc) => validate_join(desc, level),
+        OperatorDesc::Slice1(desc) => validate_slice1(desc, level),
+    }
+}
+
+fn validate_split(desc: &SplitDesc, level: FeatureLevel) -> Result<(), Violation> {
+    if desc.output_tensors.is_empty() {
+        return Err(Violation::new(
+            "split.output_count_nonzero",
+            "OutputCount is 0; it must be greater than 0".to_string(),
+        ));
+    }
+    let input = ("InputTensor".to_string(), &desc.input_tensor);
+    let outputs: Vec<(String, &TensorDesc)> = desc
+        .output_tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("OutputTensors[{i}]"), t))
+        .collect();
+    check_tensor(&input.0, input.1, false)?;
+    for (name, tensor) in &outputs {
+        check_tensor(name, tensor, true)?;
+    }
+    check_same_dimension_count_and_type(OperatorKind::Split, &input, &outputs)?;
+    check_support(OperatorKind::Split, level, "InputTensor", &input)?;
+    for output in &outputs {
+        check_support(OperatorKind::Split, level, "OutputTensors", output)?;
+    }
+    check_axis_and_sizes(OperatorKind::Split, desc.axis, &input, &outputs)
+}
+
+fn validate_join(desc: &JoinDesc, level: FeatureLevel) -> Result<(), Violation> {
+    if desc.input_tensors.is_empty() {
+        return Err(Violation::new(
+            "join.input_count_nonzero",
+            "InputCount is 0; it must be greater than 0".to_string(),
+        ));
+    }
+    let output = ("OutputTensor".to_string(), &desc.output_tensor);
+    let inputs: Vec<(String, &TensorDesc)> = desc
+        .input_tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (format!("InputTensors[{i}]"), t))
+        .collect();
+    for (name, tensor) in &inputs {
+        check_tensor(name, tensor, false)?;
+    }
+    check_tensor(&output.0, output.1, true)?;
+    check_same_dimension_count_and_type(OperatorKind::Join, &output, &inputs)?;
+    for input in &inputs {
+        check_support(OperatorKind::Join, level, "InputTensors", input)?;
+    }
+    check_support(OperatorKind::Join, level, "OutputTensor", &output)?;
+    check_axis_and_sizes(OperatorKind::Join, desc.axis, &output, &inputs)
+}
+
+/// Split and Join share the page's pseudocode with the roles swapped: `whole` is Split's
+/// InputTensor or Join's OutputTensor, `parts` are the other side.
+fn check_axis_and_sizes(
+    kind: OperatorKind,
+    axis: u32,
+    whole: &(String, &TensorDesc),
+    parts: &[(String, &TensorDesc)],
+) -> Result<(), Violation> {
+    let (whole_name, whole) = whole;
+    let op = kind.name();
+    let dimension_count = whole.dimension_count();
+    if axis as usize >= dimension_count {
+        return Err(Violation::new(
+            &format!("{op}.axis_in_range"),
+            format!(
+                "Axis is {axis}; it must be in [0, {}] ({whole_name}.DimensionCount is {dimension_count})",
+                dimension_count as i64 - 1
+            ),
+        ));
+    }
+    let axis = axis as usize;
+    // splitSize / joinSize, summed in u64 so it cannot wrap.
+    let mut axis_size_sum: u64 = 0;
+    for (part_name, part) in parts {
+        for dim in 0..dimension_count {
+            if dim == axis {
+                axis_size_sum += u64::from(part.sizes[dim]);
+            } else if part.sizes[dim] != whole.sizes[dim] {
+                return Err(Violation::new(
+                    &format!("{op}.non_axis_sizes_match"),
+                    format!(
+                        "{part_name}.Sizes[{dim}] is {} but {whole_name}.Sizes[{dim}] is {} \
+                         (only the axis, {axis}, may differ)",
+                        part.sizes[dim], whole.sizes[dim]
+                    ),
+                ));
+            }
+        }
+    }
+    if axis_size_sum != u64::from(whole.sizes[axis]) {
+        let rule = match kind {
+            OperatorKind::Join => "join.input_sizes_sum_to_output",
+            _ => "split.output_sizes_sum_to_input",
+        };
+        let side = match kind {
+            OperatorKind::Join => "InputTensors",
+            _ => "OutputTensors",
+        };
+        let listed: Vec<String> = parts
+            .iter()
+            .map(|(_, t)| t.sizes[axis].to_string())
+            .collect();
+        return Err(Violation::new(
+            rule,
+            format!(
+                "{side}[*].Sizes[{axis}] sum to {axis_size_sum} ({}) but {whole_name}.Sizes[{axis}] is {}",
+                listed.join(" + "),
+                whole.sizes[axis]
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_slice1(desc: &Slice1Desc, level: FeatureLevel) -> Result<(), Violation> {
+    let dimension_count = desc.dimension_count as usize;
+    for (field, length) in [
+        ("InputWindowOffsets", desc.input_window_offsets.len()),
+        ("InputWindowSizes", desc.input_window_sizes.len()),
+        ("InputWindowStrides", desc.input_window_strides.len()),
+    ] {
+        if length != dimension_count {
+            return Err(Violation::new(
+                "slice1.window_arrays_length",
+                format!("{field} has {length} entries but DimensionCount is {dimension_count}"),
+            ));
+        }
+    }
+    let input = ("InputTensor".to_string(), &desc.input_tensor);
+    let output = ("OutputTensor".to_string(), &desc.output_tensor);
+    check_tensor(&input.0, input.1, false)?;
+    check_tensor(&output.0, output.1, true)?;
+    check_same_dimension_count_and_type(
+        OperatorKind::Slice1,
+        &input,
+        std::slice::from_ref(&output),
+    )?;
+    if desc.input_tensor.dimension_count() != dimension_count {
+        return Err(Violation::new(
+            "slice1.dimension_count_matches_tensors",
+            format!(
+                "DimensionCount is {dimension_count} but InputTensor.DimensionCount and \
+                 OutputTensor.DimensionCount are {}",
+                desc.input_tensor.dimension_count()
+            ),
+        ));
+    }
+    check_support(OperatorKind::Slice1, level, "InputTensor", &input)?;
+    check_support(OperatorKind::Slice1, level, "OutputTensor", &output)?;
+
+    for i in 0..dimension_count {
+        let offset = desc.input_window_offsets[i];
+        let size = desc.input_window_sizes[i];
+        let stride = desc.input_window_strides[i];
+        let input_size = desc.input_tensor.sizes[i];
+        let output_size = desc.output_tensor.sizes[i];
+        if size == 0 {
+            return Err(Violation::new(
+                "slice1.window_nonempty",
+                format!("InputWindowSizes[{i}] is 0; the input window mustn't be empty"),
+            ));
+        }
+        if u64::from(offset) + u64::from(size) > u64::from(input_size) {
+            return Err(Violation::new(
+                "slice1.window_inside_input",
+                format!(
+                    "InputWindowOffsets[{i}] + InputWindowSizes[{i}] is {offset} + {size} = {} \
+                     but InputTensor.Sizes[{i}] is {input_size}",
+                    u64::from(offset) + u64::from(size)
+                ),
+            ));
+        }
+        if stride == 0 {
+            return Err(Violation::new(
+                "slice1.window_stride_nonzero",
+                format!("InputWindowStrides[{i}] is 0; strides may not be 0"),
+            ));
+        }
+        // MaxCopiedElements[i] = 1 + (InputWindowSize[i] - 1) / |InputWindowStrides[i]|
+        let max_copied = 1 + (u64::from(size) - 1) / i64::from(stride).unsigned_abs();
+        if u64::from(output_size) > max_copied {
+            return Err(Violation::new(
+                "slice1.output_size_within_max_copied",
+                format!(
+                    "OutputTensor.Sizes[{i}] is {output_size} but MaxCopiedElements[{i}] = \
+                     1 + ({size} - 1) / |{stride}| = {max_copied}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The rules every tensor obeys on its own (specs/tensor.yaml).
+fn check_tensor(name: &str, tensor: &TensorDesc, is_output: bool) -> Result<(), Violation> {
+    let dimension_count = tensor.dimension_count();
+    if let Some(strides) = &tensor.strides
+        && strides.len() != dimension_count
+    {
+        return Err(Violation::new(
+            "tensor.strides_count",
+            format!(
+                "{name}.Strides has {} entries but {name}.DimensionCount is {dimension_count}",
+                strides.len()
+            ),
+        ));
+    }
+    if let Some(dim) = tensor.sizes.iter().position(|&s| s == 0) {
+        return Err(Violation::new(
+            "tensor.sizes_nonzero",
+            format!("{name}.Sizes[{dim}] is 0; sizes must be non-zero"),
+        ));
+    }
+    let elements = tensor.element_count();
+    let limit = u128::from(u32::MAX);
+    if elements > limit {
+        return Err(Violation::new(
+            "tensor.element_count_limit",
+            format!("{name} has {elements} elements; a buffer tensor may have at most {limit}"),
+        ));
+    }
+    let minimum = tensor.minimum_size_in_bytes();
+    if u128::from(tensor.total_tensor_size_in_bytes) < minimum {
+        return Err(Violation::new(
+            "tensor.total_size_minimum",
+            format!(
+                "{name}.TotalTensorSizeInBytes is {} but its sizes and strides need at least {minimum}",
+                tensor.total_tensor_size_in_bytes
+            ),
+        ));
+    }
+    if is_output {
+        check_output_addresses_distinct(name, tensor)?;
+    }
+    Ok(())
+}
+
+/// Reading (specs/tensor.yaml): no two coordinates of an output may share an address.
+///
+/// Dimensions of size 1 never move the address. Sorted by stride, a layout is "nested" when
+/// each stride is larger than the farthest the smaller-stride dimensions reach; nested
+/// layouts (packed, padded, permuted) are distinct by construction. Anything else is
+/// settled by listing every address, up to a bound.
+fn check_output_addresses_distinct(name: &str, tensor: &TensorDesc) -> Result<(), Violation> {
+    let strides = tensor.effective_strides();
+    let rule = "tensor.output_addresses_distinct";
+    let mut moving: Vec<(u64, u64, usize)> = Vec::new(); // (stride, size, dimension)
+    for (dim, (&size, &stride)) in tensor.sizes.iter().zip(&strides).enumerate() {
+        if size > 1 {
+            if stride == 0 {
+                return Err(Violation::new(
+                    rule,
+                    format!(
+                        "{name}.Strides[{dim}] is 0 on a dimension of size {size}: {size} output \
+                         coordinates would share one address"
+                    ),
+                ));
+            }
+            moving.push((stride, u64::from(size), dim));
+        }
+    }
+    moving.sort();
+    let mut reach: u128 = 0; // farthest element index the dimensions so far can reach
+    let mut nested = true;
+    for &(stride, size, _) in &moving {
+        if u128::from(stride) <= reach {
+            nested = false;
+            break;
+        }
+        reach += u128::from(size - 1) * u128::from(stride);
+    }
+    if nested {
+        return Ok(());
+    }
+    if tensor.element_count() > MAX_ENUMERATED_OUTPUT_ELEMENTS {
+        return Err(Violation::new(
+            rule,
+            format!(
+                "{name}.Strides {strides:?} interleave dimensions and the tensor has more than \
+                 {MAX_ENUMERATED_OUTPUT_ELEMENTS} elements, so the oracle cannot show its addresses distinct"
+            ),
+        ));
+    }
+    let mut addressed: Vec<(u128, Vec<u32>)> = Coordinates::new(&tensor.sizes)
+        .map(|coord| {
+            let index: u128 = coord
+                .iter()
+                .zip(&strides)
+                .map(|(&c, &s)| u128::from(c) * u128::from(s))
+                .sum();
+            (index, coord)
+        })
+        .collect();
+    addressed.sort();
+    for pair in addressed.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            return Err(Violation::new(
+                rule,
+                format!(
+                    "{name}.Strides {strides:?} map coordinates {:?} and {:?} to the same element {}",
+                    pair[0].1, pair[1].1, pair[0].0
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// "Tensor constraints": one DimensionCount and one DataType across the operator's tensors.
+/// `reference` is the tensor the page's pseudocode compares against.
+fn check_same_dimension_count_and_type(
+    kind: OperatorKind,
+    reference: &(String, &TensorDesc),
+    others: &[(String, &TensorDesc)],
+) -> Result<(), Violation> {
+    let (reference_name, reference) = reference;
+    for (name, tensor) in others {
+        if tensor.dimension_count() != reference.dimension_count() {
+            return Err(Violation::new(
+                &format!("{}.same_dimension_count", kind.name()),
+                format!(
+                    "{name}.DimensionCount is {} but {reference_name}.DimensionCount is {}",
+                    tensor.dimension_count(),
+                    reference.dimension_count()
+                ),
+            ));
+        }
+    }
+    for (name, tensor) in others {
+        if tensor.data_type != reference.data_type {
+            return Err(Violation::new(
+                &format!("{}.same_data_type", kind.name()),
+                format!(
+                    "{name}.DataType is {} but {reference_name}.DataType is {}",
+                    tensor.data_type, reference.data_type
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The page's "Tensor support" table at `level`, for the table row named `row_tensor`.
+fn check_support(
+    kind: OperatorKind,
+    level: FeatureLevel,
+    row_tensor: &str,
+    tensor: &(String, &TensorDesc),
+) -> Result<(), Violation> {
+    let (name, tensor) = tensor;
+    let op = kind.name();
+    let Some(row) = spec::support_row(kind, level) else {
+        // Below the operator's first table row: availability already rejected it.
+        return Err(Violation::new(
+            "operator.introduced_at_level",
+            format!(
+                "{} has no tensor support at feature level {level}",
+                kind.dml_name()
+            ),
+        ));
+    };
+    let Some(support) = row.tensors.iter().find(|t| t.name == row_tensor) else {
+        return Err(Violation::new(
+            &format!("{op}.dimension_count_supported"),
+            format!(
+                "the {} table at {} has no row for {row_tensor}",
+                kind.dml_name(),
+                row.level
+            ),
+        ));
+    };
+    if !support.supports_dimension_count(tensor.dimension_count()) {
+        return Err(Violation::new(
+            &format!("{op}.dimension_count_supported"),
+            format!(
+                "{name}.DimensionCount is {}; at feature level {level} {} supports {} \
+                 (row \"DML_FEATURE_LEVEL_{} and above\")",
+                tensor.dimension_count(),
+                kind.dml_name(),
+                support.dimension_counts_text(),
+                row.level
+            ),
+        ));
+    }
+    if !support.supported_data_types().contains(&tensor.data_type) {
+        return Err(Violation::new(
+            &format!("{op}.data_type_supported"),
+            format!(
+                "{name}.DataType is {}; at feature level {level} {} supports {} \
+                 (row \"DML_FEATURE_LEVEL_{} and above\")",
+                tensor.data_type,
+                kind.dml_name(),
+                support.data_types.join(", "),
+                row.level
+            ),
+        ));
+    }
+    Ok(())
+}

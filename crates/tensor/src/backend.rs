@@ -1,0 +1,76 @@
+//! What an implementation under test provides. The harness drives every backend through
+//! this trait; out-of-process and GPU backends adapt to it.
+
+use crate::{DataType, FeatureLevel, OperatorDesc};
+use std::fmt;
+
+/// A backend's refusal to compile a descriptor (DirectML: `E_INVALIDARG` from
+/// CreateOperator). `rule` is a spec rule id when the backend knows one; the harness
+/// compares accept/reject, and only reports a differing rule id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub rule: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(f, "[{rule}] {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// One output as bound for execution, like a `DML_BUFFER_BINDING`: the tensor's bytes are
+/// `buffer[offset .. offset + size]`, where `size` is the descriptor's
+/// TotalTensorSizeInBytes. The rest of `buffer` belongs to the harness (guard bands) and
+/// must not be written.
+pub struct OutputBinding<'a> {
+    pub buffer: &'a mut [u8],
+    pub offset: usize,
+    pub size: usize,
+}
+
+impl OutputBinding<'_> {
+    /// The bytes the backend may write.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.buffer[self.offset..self.offset + self.size]
+    }
+}
+
+/// A compiled operator, ready to execute any number of times.
+pub trait CompiledOperator {
+    /// `inputs[i]` holds exactly TotalTensorSizeInBytes bytes of the i-th input (in the
+    /// order of `OperatorDesc::inputs`); outputs likewise. Returns an error message when
+    /// execution itself failed (a device error, a lost child process).
+    fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String>;
+}
+
+/// An implementation of Split, Join and Slice1 under test.
+pub trait Backend: Send + Sync {
+    /// A short name, as given to `--backend`.
+    fn name(&self) -> String;
+
+    /// The feature level it claims. Cases that need more are skipped.
+    fn feature_level(&self) -> FeatureLevel;
+
+    /// The data types it claims. Cases using others are skipped.
+    fn data_types(&self) -> Vec<DataType> {
+        DataType::ALL.to_vec()
+    }
+
+    /// The adapter, device or version it runs on, for reports and expectations.
+    fn device(&self) -> String {
+        String::new()
+    }
+
+    /// Why this backend cannot run on this machine (no adapter, wrong OS), if it cannot.
+    /// Every case is then reported as skipped with this reason.
+    fn unavailable_reason(&self) -> Option<String> {
+        None
+    }
+
+    /// Accepts the descriptor (returning something to execute) or rejects it.
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected>;
+}
