@@ -31,7 +31,7 @@ impl BitPatternRng {
         } else {
             (1u64 << width) - 1
         };
-        if !data_type.is_float() || raw % 4 != 0 {
+        if !data_type.is_float() || !raw.is_multiple_of(4) {
             return self.next_u64() & mask;
         }
         // (sign bit, exponent mask, mantissa mask)
