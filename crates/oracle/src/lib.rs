@@ -8,6 +8,9 @@
 //!
 //! It is deliberately scalar and boring: read it next to the pages, line by line.
 
+// Loops index dimensions by number, as the pages' pseudocode does, so they read side by side.
+#![allow(clippy::needless_range_loop)]
+
 mod backend;
 mod execute;
 pub mod spec;

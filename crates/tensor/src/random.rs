@@ -90,7 +90,7 @@ mod tests {
                 .iter()
                 .any(|&h| h & 0x7c00 == 0x7c00 && h & 0x3ff != 0)
         );
-        assert!(halves.iter().any(|&h| h == 0x8000));
+        assert!(halves.contains(&0x8000));
         assert!(halves.iter().any(|&h| h & 0x7c00 == 0 && h & 0x3ff != 0));
     }
 }
