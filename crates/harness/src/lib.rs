@@ -1,1 +1,16 @@
+//! The dmlcts harness: the case corpus and its format, the runner every entry point shares,
+//! output comparison and diffs, reports, the libtest-mimic glue and the conformance command.
 
+mod case;
+pub mod cli;
+pub mod compare;
+pub mod data;
+mod libtest;
+pub mod report;
+mod runner;
+
+pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
+pub use libtest::{corpus_trials, libtest_main};
+pub use runner::{
+    CaseResult, RunOptions, Status, replay_command, run_case, run_cases, skip_reason,
+};

@@ -1,0 +1,247 @@
+//! Comparing a backend's output with the oracle's, and saying how they differ in a way a
+//! backend author can act on: coordinates, values and bit patterns, and a diff of the
+//! tensors printed the way the pages print them.
+
+use dmlcts_oracle::OracleOutput;
+use dmlcts_tensor::{Coordinates, DataType, TensorDesc, format_element, read_element};
+use std::fmt::Write as _;
+
+/// Bytes of guard band on each side of every output buffer.
+pub const GUARD_BYTES: usize = 64;
+
+/// The byte the harness pre-fills output buffers (guard bands included) with, by position.
+/// It varies so that a backend skipping an element is unlikely to be hidden by a sentinel
+/// that happens to equal the expected value.
+pub fn sentinel_byte(position: usize) -> u8 {
+    0xA5u8 ^ ((position % 251) as u8).wrapping_mul(0x3B)
+}
+
+/// A buffer of `size` bytes with guard bands, all filled with the sentinel pattern.
+pub fn guarded_buffer(size: usize) -> Vec<u8> {
+    (0..size + 2 * GUARD_BYTES).map(sentinel_byte).collect()
+}
+
+/// Tensors with at most this many elements get a printed diff.
+pub const MAX_PRINTED_ELEMENTS: u128 = 256;
+
+/// Differences listed before "... and N more".
+const MAX_LISTED_DIFFERENCES: usize = 8;
+
+/// Checks the addressed bytes of one output. Returns the diagnostic when they differ.
+pub fn compare_output(
+    field: &str,
+    desc: &TensorDesc,
+    expected: &OracleOutput,
+    actual: &[u8],
+) -> Option<String> {
+    let matches = expected
+        .bytes
+        .iter()
+        .zip(actual)
+        .zip(&expected.addressed)
+        .all(|((e, a), &addressed)| !addressed || e == a);
+    if matches {
+        return None;
+    }
+    let data_type = desc.data_type;
+    let strides = desc.effective_strides();
+    let mut differing = 0usize;
+    let mut listed = String::new();
+    let mut expected_values = Vec::new();
+    let mut actual_values = Vec::new();
+    for coordinates in Coordinates::new(&desc.sizes) {
+        let Some(offset) = desc.byte_offset(&coordinates, &strides) else {
+            continue;
+        };
+        let offset = offset as usize;
+        let e = read_element(&expected.bytes, offset, data_type).unwrap_or(0);
+        let a = read_element(actual, offset, data_type).unwrap_or(0);
+        expected_values.push(e);
+        actual_values.push(a);
+        if e != a {
+            differing += 1;
+            if differing <= MAX_LISTED_DIFFERENCES {
+                let _ = writeln!(
+                    listed,
+                    "    {field}{coordinates:?} (byte {offset}): expected {}, got {}",
+                    value_and_bits(data_type, e),
+                    value_and_bits(data_type, a)
+                );
+            }
+        }
+    }
+    let mut message = format!(
+        "{field}: {differing} of {} elements differ\n{listed}",
+        expected_values.len()
+    );
+    if differing > MAX_LISTED_DIFFERENCES {
+        let _ = writeln!(
+            message,
+            "    ... and {} more",
+            differing - MAX_LISTED_DIFFERENCES
+        );
+    }
+    if desc.element_count() <= MAX_PRINTED_ELEMENTS {
+        let expected_text = format_tensor(data_type, &desc.sizes, &expected_values);
+        let actual_text = format_tensor(data_type, &desc.sizes, &actual_values);
+        let _ = writeln!(message, "  diff (- expected, + actual):");
+        message.push_str(&text_diff(&expected_text, &actual_text));
+    }
+    Some(message)
+}
+
+/// `6 (0x40c00000)`: the value as a number and as its bit pattern.
+pub fn value_and_bits(data_type: DataType, bits: u64) -> String {
+    let width = data_type.element_size() * 2;
+    let text = format_element(data_type, bits);
+    let hex = format!("0x{bits:0width$x}");
+    if text == hex {
+        text
+    } else {
+        format!("{text} ({hex})")
+    }
+}
+
+/// Line diff with `-`/`+` markers, via `similar`.
+pub fn text_diff(expected: &str, actual: &str) -> String {
+    let diff = similar::TextDiff::from_lines(expected, actual);
+    let mut out = String::new();
+    for change in diff.iter_all_changes() {
+        let sign = match change.tag() {
+            similar::ChangeTag::Delete => '-',
+            similar::ChangeTag::Insert => '+',
+            similar::ChangeTag::Equal => ' ',
+        };
+        let _ = write!(out, "  {sign}{}", change.value());
+        if !change.value().ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A tensor printed as the pages print them:
+///
+/// ```text
+/// [[[[1, 2],
+///    [3, 4]]]]
+/// ```
+pub fn format_tensor(data_type: DataType, sizes: &[u32], values: &[u64]) -> String {
+    if sizes.is_empty() {
+        return values
+            .first()
+            .map(|&v| format_element(data_type, v))
+            .unwrap_or_default();
+    }
+    let mut out = String::new();
+    let mut next = 0usize;
+    format_level(data_type, sizes, values, 0, &mut next, &mut out);
+    out.push('\n');
+    out
+}
+
+fn format_level(
+    data_type: DataType,
+    sizes: &[u32],
+    values: &[u64],
+    depth: usize,
+    next: &mut usize,
+    out: &mut String,
+) {
+    out.push('[');
+    let last = depth + 1 == sizes.len();
+    for i in 0..sizes[depth] {
+        if i > 0 {
+            if last {
+                out.push_str(", ");
+            } else {
+                out.push_str(",\n");
+                out.push_str(&" ".repeat(depth + 1));
+            }
+        }
+        if last {
+            let value = values.get(*next).copied().unwrap_or(0);
+            out.push_str(&format_element(data_type, value));
+            *next += 1;
+        } else {
+            format_level(data_type, sizes, values, depth + 1, next, out);
+        }
+    }
+    out.push(']');
+}
+
+/// Describes bytes outside `[offset, offset + size)` that no longer hold the sentinel.
+pub fn check_guard_bands(field: &str, buffer: &[u8], offset: usize, size: usize) -> Option<String> {
+    let changed = |range: std::ops::Range<usize>| -> Vec<usize> {
+        range.filter(|&i| buffer[i] != sentinel_byte(i)).collect()
+    };
+    let before = changed(0..offset);
+    let after = changed(offset + size..buffer.len());
+    if before.is_empty() && after.is_empty() {
+        return None;
+    }
+    let mut message =
+        format!("{field}: the backend wrote outside TotalTensorSizeInBytes ({size} bytes)");
+    if let (Some(first), Some(last)) = (before.first(), before.last()) {
+        let _ = write!(
+            message,
+            "; {} byte(s) before the start (bytes {} to {} before it)",
+            before.len(),
+            offset - last,
+            offset - first
+        );
+    }
+    if let (Some(first), Some(last)) = (after.first(), after.last()) {
+        let _ = write!(
+            message,
+            "; {} byte(s) past the end (bytes +{} to +{} after it)",
+            after.len(),
+            first - offset - size,
+            last - offset - size
+        );
+    }
+    Some(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensors_print_like_the_pages() {
+        let values: Vec<u64> = (1..=4u32)
+            .map(|v| u64::from((v as f32).to_bits()))
+            .collect();
+        assert_eq!(
+            format_tensor(DataType::Float32, &[1, 1, 2, 2], &values),
+            "[[[[1, 2],\n   [3, 4]]]]\n"
+        );
+        assert_eq!(
+            format_tensor(DataType::Int8, &[3], &[1, 0xff, 2]),
+            "[1, -1, 2]\n"
+        );
+    }
+
+    #[test]
+    fn values_show_number_and_bits() {
+        assert_eq!(
+            value_and_bits(DataType::Float32, 0x40c0_0000),
+            "6 (0x40c00000)"
+        );
+        assert_eq!(value_and_bits(DataType::Float16, 0x7e01), "0x7e01");
+        assert_eq!(value_and_bits(DataType::Int8, 0xff), "-1 (0xff)");
+    }
+
+    #[test]
+    fn guard_band_writes_are_located() {
+        let mut buffer = guarded_buffer(8);
+        buffer[GUARD_BYTES + 8] ^= 1;
+        buffer[GUARD_BYTES + 9] ^= 1;
+        let message = check_guard_bands("OutputTensor", &buffer, GUARD_BYTES, 8).unwrap();
+        assert!(
+            message.contains("2 byte(s) past the end (bytes +0 to +1 after it)"),
+            "{message}"
+        );
+        assert!(check_guard_bands("OutputTensor", &guarded_buffer(8), GUARD_BYTES, 8).is_none());
+    }
+}

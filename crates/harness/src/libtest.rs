@@ -1,0 +1,83 @@
+//! libtest-mimic glue: every case becomes one named test, so `cargo test` and
+//! `cargo nextest run` list, filter and run single cases.
+//!
+//! A backend author's crate needs one test target with `harness = false` whose main is:
+//!
+//! ```ignore
+//! fn main() {
+//!     dmlcts_harness::libtest_main(|_level| Box::new(MyBackend::new()));
+//! }
+//! ```
+
+use crate::case::Corpus;
+use crate::report::load_error_result;
+use crate::runner::{RunOptions, Status, run_case, skip_reason};
+use dmlcts_tensor::{Backend, FeatureLevel};
+use libtest_mimic::{Arguments, Failed, Trial};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Runs the embedded corpus (plus the files or folders in `DMLCTS_CASES`, separated by
+/// the platform's path separator) as libtest tests, and exits.
+///
+/// `make_backend(level)` is asked for a backend at each case's own level. A backend that
+/// can emulate that level (its `feature_level()` equals it) is held strictly to it, so the
+/// feature-level table cases run too; a backend with one fixed level runs every case at
+/// that level, exactly as `cargo xtask conformance` would.
+pub fn libtest_main(make_backend: impl Fn(FeatureLevel) -> Box<dyn Backend>) -> ! {
+    let args = Arguments::from_args();
+    let trials = corpus_trials(&make_backend);
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// The trials `libtest_main` runs (exposed for tests of the glue itself).
+pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) -> Vec<Trial> {
+    let mut corpus = Corpus::embedded();
+    if let Some(extra) = std::env::var_os("DMLCTS_CASES") {
+        let paths: Vec<_> = std::env::split_paths(&extra).collect();
+        let more = Corpus::load_paths(&paths);
+        corpus.cases.extend(more.cases);
+        corpus.errors.extend(more.errors);
+    }
+    let mut backends: HashMap<FeatureLevel, Arc<dyn Backend>> = HashMap::new();
+    let mut trials = Vec::new();
+    for error in &corpus.errors {
+        let result = load_error_result(error);
+        let report = result.failure_report();
+        trials.push(Trial::test(
+            format!("load_error::{}", result.name),
+            move || Err(Failed::from(report)),
+        ));
+    }
+    for case in corpus.cases {
+        let backend = backends
+            .entry(case.feature_level)
+            .or_insert_with(|| Arc::from(make_backend(case.feature_level)))
+            .clone();
+        let options = RunOptions {
+            feature_level: None,
+            strict_level: backend.feature_level() == case.feature_level,
+            replay_hint: None,
+        };
+        let kind = case.op.kind().name();
+        let name = case.name.clone();
+        let ignored = skip_reason(backend.as_ref(), &case, &options).is_some();
+        let trial = Trial::test(name, move || {
+            let result = run_case(backend.as_ref(), &case, &options);
+            match result.status {
+                Status::Passed | Status::ExpectedFailure => Ok(()),
+                Status::Failed => Err(Failed::from(result.failure_report())),
+                // libtest cannot mark a running test ignored; a skip it could not foresee
+                // must not read as a pass.
+                Status::Skipped => Err(Failed::from(format!(
+                    "skipped at run time: {}",
+                    result.reason
+                ))),
+            }
+        })
+        .with_kind(kind)
+        .with_ignored_flag(ignored);
+        trials.push(trial);
+    }
+    trials
+}

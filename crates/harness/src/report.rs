@@ -1,0 +1,246 @@
+//! Summaries, expectations (known failures), and machine-readable reports: JSON and JUnit XML.
+
+use crate::case::LoadError;
+use crate::runner::{CaseResult, Status};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub expected_failures: usize,
+}
+
+impl Summary {
+    pub fn of(results: &[CaseResult]) -> Summary {
+        let mut summary = Summary::default();
+        for result in results {
+            match result.status {
+                Status::Passed => summary.passed += 1,
+                Status::Failed => summary.failed += 1,
+                Status::Skipped => summary.skipped += 1,
+                Status::ExpectedFailure => summary.expected_failures += 1,
+            }
+        }
+        summary
+    }
+
+    /// The closing line: `N passed, M failed, K skipped`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} passed, {} failed, {} skipped",
+            self.passed, self.failed, self.skipped
+        )
+    }
+}
+
+/// A load error reported as a failed result, so it counts and shows in every report.
+pub fn load_error_result(error: &LoadError) -> CaseResult {
+    CaseResult {
+        name: match &error.case {
+            Some(case) => case.clone(),
+            None => format!("load:{}", error.file),
+        },
+        file: error.file.clone(),
+        line: error.line.unwrap_or(0),
+        status: Status::Failed,
+        reason: "case file error".to_string(),
+        details: format!("  {error}\n"),
+        notes: Vec::new(),
+        duration: Duration::ZERO,
+    }
+}
+
+/// Known failures, per backend (`--expectations FILE`):
+///
+/// ```yaml
+/// expected_failures:
+///   - backend: directml       # a backend name, or "*" for any
+///     device: "1.12"          # optional: a substring of the backend's device text
+///     case: some.case.name    # exact case name
+///     reason: why it fails, and what settles it
+/// ```
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    pub expected_failures: Vec<ExpectedFailure>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedFailure {
+    pub backend: String,
+    #[serde(default)]
+    pub device: Option<String>,
+    pub case: String,
+    pub reason: String,
+}
+
+impl Expectations {
+    pub fn load(path: &Path) -> Result<Expectations, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn find(&self, backend: &str, device: &str, case: &str) -> Option<&ExpectedFailure> {
+        self.expected_failures.iter().find(|e| {
+            (e.backend == "*" || e.backend == backend)
+                && e.device.as_deref().is_none_or(|d| device.contains(d))
+                && e.case == case
+        })
+    }
+
+    /// An expected failure that fails becomes `ExpectedFailure`; one that passes fails the
+    /// run ("unexpected pass": the expectation is stale). Returns entries naming no case
+    /// that ran, so stale entries can be reported.
+    pub fn apply(&self, backend: &str, device: &str, results: &mut [CaseResult]) -> Vec<String> {
+        for result in results.iter_mut() {
+            let Some(expected) = self.find(backend, device, &result.name) else {
+                continue;
+            };
+            match result.status {
+                Status::Failed => {
+                    result.status = Status::ExpectedFailure;
+                    result
+                        .notes
+                        .push(format!("expected failure: {}", expected.reason));
+                }
+                Status::Passed => {
+                    result.status = Status::Failed;
+                    result.reason = "unexpected pass".to_string();
+                    result.details = format!(
+                        "  the expectations file lists it as failing ({}); remove the entry\n",
+                        expected.reason
+                    );
+                }
+                Status::Skipped | Status::ExpectedFailure => {}
+            }
+        }
+        self.expected_failures
+            .iter()
+            .filter(|e| e.backend == "*" || e.backend == backend)
+            .filter(|e| !results.iter().any(|r| r.name == e.case))
+            .map(|e| e.case.clone())
+            .collect()
+    }
+}
+
+/// Where and how a run was made, for the reports.
+#[derive(Clone, Debug, Default)]
+pub struct RunInfo {
+    pub backend: String,
+    pub device: String,
+    pub feature_level: String,
+    pub strict_level: bool,
+}
+
+pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
+    let summary = Summary::of(results);
+    let cases: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "name": r.name,
+                "file": r.file,
+                "line": r.line,
+                "status": r.status.name(),
+                "reason": r.reason,
+                "details": r.details,
+                "notes": r.notes,
+                "duration_us": r.duration.as_micros() as u64,
+            })
+        })
+        .collect();
+    let report = serde_json::json!({
+        "summary": {
+            "passed": summary.passed,
+            "failed": summary.failed,
+            "skipped": summary.skipped,
+            "expected_failures": summary.expected_failures,
+            "backend": info.backend,
+            "device": info.device,
+            "feature_level": info.feature_level,
+            "strict_level": info.strict_level,
+        },
+        "cases": cases,
+    });
+    serde_json::to_string_pretty(&report).unwrap_or_default()
+}
+
+pub fn junit_report(info: &RunInfo, results: &[CaseResult]) -> String {
+    let summary = Summary::of(results);
+    let total: f64 = results.iter().map(|r| r.duration.as_secs_f64()).sum();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        xml,
+        "<testsuites><testsuite name=\"dmlcts.{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{total:.6}\">",
+        xml_escape(&info.backend),
+        results.len(),
+        summary.failed,
+        summary.skipped + summary.expected_failures
+    );
+    let _ = writeln!(
+        xml,
+        "  <properties><property name=\"device\" value=\"{}\"/><property name=\"feature_level\" value=\"{}\"/></properties>",
+        xml_escape(&info.device),
+        xml_escape(&info.feature_level)
+    );
+    for r in results {
+        let _ = write!(
+            xml,
+            "  <testcase classname=\"{}\" name=\"{}\" file=\"{}\" line=\"{}\" time=\"{:.6}\"",
+            xml_escape(&r.file),
+            xml_escape(&r.name),
+            xml_escape(&r.file),
+            r.line,
+            r.duration.as_secs_f64()
+        );
+        match r.status {
+            Status::Passed => xml.push_str("/>\n"),
+            Status::Failed => {
+                let _ = writeln!(
+                    xml,
+                    "><failure message=\"{}\">{}</failure></testcase>",
+                    xml_escape(&r.reason),
+                    xml_escape(&r.details)
+                );
+            }
+            Status::Skipped | Status::ExpectedFailure => {
+                let reason = if r.status == Status::Skipped {
+                    r.reason.clone()
+                } else {
+                    r.notes.join("; ")
+                };
+                let _ = writeln!(
+                    xml,
+                    "><skipped message=\"{}\"/></testcase>",
+                    xml_escape(&reason)
+                );
+            }
+        }
+    }
+    xml.push_str("</testsuite></testsuites>\n");
+    xml
+}
+
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // XML 1.0 has no way to carry other control characters.
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' && c != '\r' => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,422 @@
+//! The one path every case takes, whatever the entry point (libtest, `cargo xtask
+//! conformance`, the fuzzer, a backend author's own tests):
+//!
+//! 1. the case's stored expectation is checked against the oracle at the case's level;
+//! 2. skips: backend unavailable, data type not claimed, level above the claimed one;
+//! 3. the backend must agree with the oracle on accept/reject at the running level;
+//! 4. accepted: the backend executes into guarded, sentinel-filled outputs; every addressed
+//!    output byte must equal the oracle's, guard bands must be untouched, inputs unchanged.
+
+use crate::case::{Case, Expectation};
+use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
+use crate::data::logical_elements;
+use dmlcts_oracle::{OracleOutput, execute, validate};
+use dmlcts_tensor::{Backend, FeatureLevel, OutputBinding, Rejected};
+use std::fmt::Write as _;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// The level to run at; the backend's claimed level when None.
+    pub feature_level: Option<FeatureLevel>,
+    /// Require rejection of what the tables do not support at the running level. Without
+    /// it, a backend may accept such a descriptor, but must then execute it correctly.
+    pub strict_level: bool,
+    /// Appended to the replay command (e.g. `--cases path`), when the case file is not
+    /// enough to find it.
+    pub replay_hint: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Passed,
+    Failed,
+    Skipped,
+    /// Failed, as the expectations file says it will.
+    ExpectedFailure,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped => "skipped",
+            Status::ExpectedFailure => "expected_failure",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub name: String,
+    pub file: String,
+    pub line: usize,
+    pub status: Status,
+    /// One line: the skip reason, or the check that failed.
+    pub reason: String,
+    /// For failures: everything needed to act on it, ending with the replay command.
+    pub details: String,
+    /// Observations that are not failures (e.g. the backend wrote unaddressed bytes).
+    pub notes: Vec<String>,
+    pub duration: Duration,
+}
+
+impl CaseResult {
+    fn new(case: &Case) -> CaseResult {
+        CaseResult {
+            name: case.name.clone(),
+            file: case.file.clone(),
+            line: case.line,
+            status: Status::Passed,
+            reason: String::new(),
+            details: String::new(),
+            notes: Vec::new(),
+            duration: Duration::ZERO,
+        }
+    }
+
+    /// The full failure report, as printed.
+    pub fn failure_report(&self) -> String {
+        format!(
+            "FAIL {} ({}:{})\n  check: {}\n{}",
+            self.name, self.file, self.line, self.reason, self.details
+        )
+    }
+}
+
+enum Outcome {
+    Pass,
+    Skip(String),
+    Fail { check: String, details: String },
+}
+
+fn fail(check: impl Into<String>, details: impl Into<String>) -> Outcome {
+    Outcome::Fail {
+        check: check.into(),
+        details: details.into(),
+    }
+}
+
+/// Runs one case on one backend.
+pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> CaseResult {
+    let started = Instant::now();
+    let mut result = CaseResult::new(case);
+    let outcome = run_checks(backend, case, options, &mut result.notes);
+    match outcome {
+        Outcome::Pass => {}
+        Outcome::Skip(reason) => {
+            result.status = Status::Skipped;
+            result.reason = reason;
+        }
+        Outcome::Fail { check, details } => {
+            result.status = Status::Failed;
+            result.reason = check;
+            let mut details = details;
+            if !details.is_empty() && !details.ends_with('\n') {
+                details.push('\n');
+            }
+            let _ = writeln!(
+                details,
+                "  replay: {}",
+                replay_command(backend, case, options)
+            );
+            result.details = details;
+        }
+    }
+    result.duration = started.elapsed();
+    result
+}
+
+/// The command that runs just this case again, the same way.
+pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) -> String {
+    let mut command = format!(
+        "cargo xtask conformance --backend {} --cases {} --filter {} --exact",
+        backend.name(),
+        case.file,
+        case.name
+    );
+    if let Some(level) = options.feature_level {
+        let _ = write!(command, " --feature-level {level}");
+    }
+    if options.strict_level {
+        command.push_str(" --strict-level");
+    }
+    if let Some(hint) = &options.replay_hint {
+        let _ = write!(command, " {hint}");
+    }
+    command
+}
+
+fn run_checks(
+    backend: &dyn Backend,
+    case: &Case,
+    options: &RunOptions,
+    notes: &mut Vec<String>,
+) -> Outcome {
+    // 1. The corpus itself: the stored expectation must be the oracle's verdict.
+    let stored_level = case.feature_level;
+    match (validate(&case.op, stored_level), &case.expect) {
+        (Ok(()), Expectation::Accept) => {}
+        (Err(v), Expectation::Reject { rule }) if v.rule == *rule => {}
+        (verdict, expect) => {
+            let says = match expect {
+                Expectation::Accept => "accepted".to_string(),
+                Expectation::Reject { rule } => format!("rejected with {rule}"),
+            };
+            let oracle = match verdict {
+                Ok(()) => "accepts it".to_string(),
+                Err(v) => format!("rejects it: {v}"),
+            };
+            return fail(
+                "corpus: the case's expectation disagrees with the oracle",
+                format!("  the case says {says} at {stored_level}; the oracle {oracle}"),
+            );
+        }
+    }
+
+    // 2. Skips.
+    if let Some(reason) = skip_reason(backend, case, options) {
+        return Outcome::Skip(reason);
+    }
+    let level = options
+        .feature_level
+        .unwrap_or_else(|| backend.feature_level());
+
+    // 3. Accept or reject, as the oracle does at this level.
+    let verdict = validate(&case.op, level);
+    let compiled = match catch_unwind(AssertUnwindSafe(|| backend.compile(&case.op))) {
+        Err(panic) => {
+            return fail(
+                "compile panicked",
+                format!("  panic: {}", panic_message(panic.as_ref())),
+            );
+        }
+        Ok(compiled) => compiled,
+    };
+    let compiled = match (verdict, compiled) {
+        (Err(violation), Err(rejected)) => {
+            note_rule_difference(&violation.rule, &rejected, notes);
+            return Outcome::Pass;
+        }
+        (Ok(()), Err(rejected)) => {
+            return fail(
+                "rejected a valid descriptor",
+                format!("  the backend said: {rejected}\n  the oracle accepts it at {level}"),
+            );
+        }
+        (Err(violation), Ok(compiled)) => {
+            if options.strict_level || !violation.depends_on_feature_level() {
+                return fail(
+                    "accepted an invalid descriptor",
+                    format!("  the oracle rejects it at {level}: {violation}"),
+                );
+            }
+            notes.push(format!(
+                "accepted beyond the level-{level} tables ({violation}); checking its outputs"
+            ));
+            compiled
+        }
+        (Ok(()), Ok(compiled)) => compiled,
+    };
+
+    // 4. Execute and compare.
+    let mut input_bytes = Vec::new();
+    for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
+        match data.materialize(desc) {
+            Ok(bytes) => input_bytes.push(bytes),
+            Err(e) if desc.total_tensor_size_in_bytes > crate::data::MAX_TENSOR_BYTES => {
+                return Outcome::Skip(format!("{field}: {e}"));
+            }
+            Err(e) => return fail("corpus: bad input data", format!("  {field}: {e}")),
+        }
+    }
+    let pristine_inputs = input_bytes.clone();
+    let input_refs: Vec<&[u8]> = input_bytes.iter().map(Vec::as_slice).collect();
+    let reference = match execute(&case.op, &input_refs) {
+        Ok(outputs) => outputs,
+        Err(e) => return Outcome::Skip(format!("the oracle cannot execute it here: {e}")),
+    };
+    if let Some(outcome) = check_stored_expected_values(case, &reference) {
+        return outcome;
+    }
+    let outputs = case.op.outputs();
+    let mut buffers: Vec<Vec<u8>> = outputs
+        .iter()
+        .map(|(_, d)| guarded_buffer(d.total_tensor_size_in_bytes as usize))
+        .collect();
+    let mut bindings: Vec<OutputBinding<'_>> = buffers
+        .iter_mut()
+        .zip(&outputs)
+        .map(|(buffer, (_, d))| OutputBinding {
+            buffer,
+            offset: GUARD_BYTES,
+            size: d.total_tensor_size_in_bytes as usize,
+        })
+        .collect();
+    let executed = catch_unwind(AssertUnwindSafe(|| {
+        compiled.execute(&input_refs, &mut bindings)
+    }));
+    drop(bindings);
+    match executed {
+        Err(panic) => {
+            return fail(
+                "execute panicked",
+                format!("  panic: {}", panic_message(panic.as_ref())),
+            );
+        }
+        Ok(Err(message)) => return fail("execution failed", format!("  {message}")),
+        Ok(Ok(())) => {}
+    }
+
+    let mut problems = Vec::new();
+    let mut details = String::new();
+    // The backend saw shared slices, but an unsafe or out-of-process one could still
+    // have written through them.
+    for ((field, _), (now, before)) in case
+        .op
+        .inputs()
+        .iter()
+        .zip(input_bytes.iter().zip(&pristine_inputs))
+    {
+        if now != before {
+            problems.push("input modified");
+            let _ = writeln!(details, "  {field}: the backend changed its input buffer");
+        }
+    }
+    for (((field, desc), buffer), expected) in outputs.iter().zip(&buffers).zip(&reference) {
+        let size = desc.total_tensor_size_in_bytes as usize;
+        if let Some(message) = check_guard_bands(field, buffer, GUARD_BYTES, size) {
+            problems.push("wrote outside the output");
+            let _ = writeln!(details, "  {message}");
+        }
+        let inner = &buffer[GUARD_BYTES..GUARD_BYTES + size];
+        if let Some(message) = compare_output(field, desc, expected, inner) {
+            problems.push("output values");
+            let _ = write!(details, "  {message}");
+        }
+        let holes_written = inner
+            .iter()
+            .enumerate()
+            .filter(|&(i, &b)| {
+                !expected.addressed[i] && b != crate::compare::sentinel_byte(GUARD_BYTES + i)
+            })
+            .count();
+        if holes_written > 0 {
+            notes.push(format!(
+                "{field}: wrote {holes_written} unaddressed byte(s) inside TotalTensorSizeInBytes (allowed)"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Outcome::Pass
+    } else {
+        problems.dedup();
+        fail(problems.join(", "), details)
+    }
+}
+
+/// The case's own `expected:` values must be what the oracle computes.
+fn check_stored_expected_values(case: &Case, reference: &[OracleOutput]) -> Option<Outcome> {
+    for (((field, desc), stored), computed) in
+        case.op.outputs().iter().zip(&case.expected).zip(reference)
+    {
+        let Some(stored) = stored else { continue };
+        let oracle_values = logical_elements(desc, &computed.bytes);
+        if *stored != oracle_values {
+            let mut stored_output = computed.clone();
+            let strides = desc.effective_strides();
+            for (coordinates, &bits) in dmlcts_tensor::Coordinates::new(&desc.sizes).zip(stored) {
+                if let Some(offset) = desc.byte_offset(&coordinates, &strides) {
+                    dmlcts_tensor::write_element(
+                        &mut stored_output.bytes,
+                        offset as usize,
+                        desc.data_type,
+                        bits,
+                    );
+                }
+            }
+            let diff =
+                compare_output(field, desc, &stored_output, &computed.bytes).unwrap_or_default();
+            return Some(fail(
+                "corpus: the case's expected values disagree with the oracle",
+                format!("  (- the case's expected values, + the oracle's)\n  {diff}"),
+            ));
+        }
+    }
+    None
+}
+
+/// Why a case does not run on this backend at this level, decided before running it.
+pub fn skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Option<String> {
+    if let Some(reason) = backend.unavailable_reason() {
+        return Some(format!("backend {} unavailable: {reason}", backend.name()));
+    }
+    let claimed = backend.data_types();
+    if let Some(dt) = case
+        .data_types()
+        .into_iter()
+        .find(|dt| !claimed.contains(dt))
+    {
+        return Some(format!("backend {} does not claim {dt}", backend.name()));
+    }
+    let level = options
+        .feature_level
+        .unwrap_or_else(|| backend.feature_level());
+    let stored_level = case.feature_level;
+    if level < stored_level {
+        return Some(format!(
+            "needs feature level {stored_level}; running at {level}"
+        ));
+    }
+    // A rejection by a feature-level table holds wherever that same table row applies.
+    if case.rejection_depends_on_level() && !same_table_row(case, level, stored_level) {
+        return Some(format!(
+            "checks the feature level {stored_level} table; running at {level}"
+        ));
+    }
+    None
+}
+
+fn same_table_row(case: &Case, a: FeatureLevel, b: FeatureLevel) -> bool {
+    let kind = case.op.kind();
+    let row = |level| dmlcts_oracle::spec::support_row(kind, level).map(|r| r.level.as_str());
+    row(a) == row(b)
+}
+
+fn note_rule_difference(oracle_rule: &str, rejected: &Rejected, notes: &mut Vec<String>) {
+    if let Some(rule) = &rejected.rule
+        && rule != oracle_rule
+    {
+        notes.push(format!(
+            "rejected with {rule}; the oracle's first broken rule is {oracle_rule}"
+        ));
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_string()
+    }
+}
+
+/// Runs cases in order, calling `progress` after each.
+pub fn run_cases(
+    backend: &dyn Backend,
+    cases: &[Case],
+    options: &RunOptions,
+    mut progress: impl FnMut(usize, usize, &CaseResult),
+) -> Vec<CaseResult> {
+    let mut results = Vec::with_capacity(cases.len());
+    for (i, case) in cases.iter().enumerate() {
+        let result = run_case(backend, case, options);
+        progress(i + 1, cases.len(), &result);
+        results.push(result);
+    }
+    results
+}
