@@ -1,1 +1,105 @@
+//! A fast CPU backend for DML_SPLIT, DML_JOIN and DML_SLICE1.
+//!
+//! Validation is the shared one (the oracle's `validate`); execution is this crate's own and
+//! never calls the oracle. Every operator becomes a list of strided copies expressed in the
+//! output's coordinates ([`plan`]); each copy drops size-1 dimensions and merges dimensions
+//! that are contiguous in both source and destination, then copies the innermost runs with
+//! slice copies (memcpy), reversed runs with a dedicated loop, and anything else with an
+//! incremental coordinate counter ([`copy`]). Large outputs are split along their outermost
+//! dimension across threads, each thread owning a disjoint byte range of the output.
 
+mod copy;
+mod plan;
+
+use dmlcts_tensor::{
+    Backend, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding, Rejected,
+};
+use plan::OutputPlan;
+
+/// Outputs smaller than this are copied on the calling thread.
+pub const PARALLEL_THRESHOLD_BYTES: usize = 1 << 20;
+
+pub struct CpuBackend {
+    level: FeatureLevel,
+    threads: usize,
+}
+
+impl CpuBackend {
+    /// Claims feature level 4_1 (the tables' highest row: every type, 1 to 8 dimensions).
+    pub fn new() -> CpuBackend {
+        CpuBackend::at_level(FeatureLevel::L4_1)
+    }
+
+    /// Validates as a device at `level` would: what that level's tables do not list is
+    /// rejected. Execution is the same at every level.
+    pub fn at_level(level: FeatureLevel) -> CpuBackend {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        CpuBackend { level, threads }
+    }
+
+    /// Uses at most `threads` threads per operator (1 disables threading).
+    pub fn with_threads(mut self, threads: usize) -> CpuBackend {
+        self.threads = threads.max(1);
+        self
+    }
+}
+
+impl Default for CpuBackend {
+    fn default() -> CpuBackend {
+        CpuBackend::new()
+    }
+}
+
+struct CompiledCpu {
+    outputs: Vec<OutputPlan>,
+    element_size: usize,
+    threads: usize,
+}
+
+impl CompiledOperator for CompiledCpu {
+    fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        if outputs.len() != self.outputs.len() {
+            return Err(format!(
+                "{} output bindings for {} outputs",
+                outputs.len(),
+                self.outputs.len()
+            ));
+        }
+        for (plan, binding) in self.outputs.iter().zip(outputs.iter_mut()) {
+            let dst = binding.bytes_mut();
+            plan.run(inputs, dst, self.element_size, self.threads)?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> String {
+        "cpu".to_string()
+    }
+
+    fn feature_level(&self) -> FeatureLevel {
+        self.level
+    }
+
+    fn data_types(&self) -> Vec<DataType> {
+        DataType::ALL.to_vec()
+    }
+
+    fn device(&self) -> String {
+        format!("dmlcts CPU backend, {} thread(s)", self.threads)
+    }
+
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+        dmlcts_oracle::validate(op, self.level).map_err(|v| Rejected {
+            rule: Some(v.rule),
+            message: v.message,
+        })?;
+        let element_size = op.outputs()[0].1.data_type.element_size();
+        Ok(Box::new(CompiledCpu {
+            outputs: plan::plan(op),
+            element_size,
+            threads: self.threads,
+        }))
+    }
+}

@@ -1,0 +1,201 @@
+//! The strided copy kernel: merged dimensions, memcpy for contiguous runs, a reversed-run
+//! loop, and an incremental coordinate counter for the outer dimensions. Every access is
+//! bounds-checked slice indexing: a planning bug is an error, never memory corruption.
+
+/// A copy of a block of elements, dimensions outermost first, offsets and strides in elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StridedCopy {
+    pub sizes: Vec<usize>,
+    pub src_strides: Vec<isize>,
+    pub dst_strides: Vec<isize>,
+    pub src_base: isize,
+    pub dst_base: isize,
+}
+
+impl StridedCopy {
+    /// Drops size-1 dimensions and merges neighbours that are contiguous in both source and
+    /// destination, so a packed-to-packed copy becomes one run.
+    pub fn new(
+        sizes: &[u64],
+        src_base: i64,
+        src_strides: &[i64],
+        dst_base: i64,
+        dst_strides: &[i64],
+    ) -> StridedCopy {
+        let mut dims: Vec<(usize, isize, isize)> = Vec::new();
+        for ((&size, &ss), &ds) in sizes.iter().zip(src_strides).zip(dst_strides) {
+            if size == 1 {
+                continue;
+            }
+            let inner = (size as usize, ss as isize, ds as isize);
+            match dims.last_mut() {
+                Some(outer)
+                    if outer.1 == inner.1 * inner.0 as isize
+                        && outer.2 == inner.2 * inner.0 as isize =>
+                {
+                    *outer = (outer.0 * inner.0, inner.1, inner.2);
+                }
+                _ => dims.push(inner),
+            }
+        }
+        if dims.is_empty() {
+            dims.push((1, 1, 1));
+        }
+        StridedCopy {
+            sizes: dims.iter().map(|d| d.0).collect(),
+            src_strides: dims.iter().map(|d| d.1).collect(),
+            dst_strides: dims.iter().map(|d| d.2).collect(),
+            src_base: src_base as isize,
+            dst_base: dst_base as isize,
+        }
+    }
+}
+
+/// Runs `copy` for elements of `element_size` bytes.
+pub fn run_copy(
+    copy: &StridedCopy,
+    src: &[u8],
+    dst: &mut [u8],
+    element_size: usize,
+) -> Result<(), String> {
+    match element_size {
+        1 => run::<1>(copy, src, dst),
+        2 => run::<2>(copy, src, dst),
+        4 => run::<4>(copy, src, dst),
+        8 => run::<8>(copy, src, dst),
+        other => Err(format!("unsupported element size {other}")),
+    }
+}
+
+fn out_of_bounds(what: &str, offset: isize, len: usize, available: usize) -> String {
+    format!(
+        "{what} bytes {offset}..{} lie outside a buffer of {available} bytes",
+        offset + len as isize
+    )
+}
+
+fn range(
+    offset: isize,
+    len: usize,
+    available: usize,
+    what: &str,
+) -> Result<std::ops::Range<usize>, String> {
+    if offset < 0 || offset as usize + len > available {
+        return Err(out_of_bounds(what, offset, len, available));
+    }
+    Ok(offset as usize..offset as usize + len)
+}
+
+fn run<const N: usize>(copy: &StridedCopy, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+    let n = N as isize;
+    let depth = copy.sizes.len();
+    let len = copy.sizes[depth - 1];
+    let src_step = copy.src_strides[depth - 1] * n;
+    let dst_step = copy.dst_strides[depth - 1] * n;
+    let outer = depth - 1;
+    let mut counter = vec![0usize; outer];
+    let mut src_offset = copy.src_base * n;
+    let mut dst_offset = copy.dst_base * n;
+    loop {
+        copy_run::<N>(src, dst, src_offset, dst_offset, len, src_step, dst_step)?;
+        // Advance the coordinate counter over the outer dimensions, innermost first.
+        let mut dim = outer;
+        loop {
+            if dim == 0 {
+                return Ok(());
+            }
+            dim -= 1;
+            counter[dim] += 1;
+            src_offset += copy.src_strides[dim] * n;
+            dst_offset += copy.dst_strides[dim] * n;
+            if counter[dim] < copy.sizes[dim] {
+                break;
+            }
+            let wrapped = copy.sizes[dim] as isize;
+            src_offset -= copy.src_strides[dim] * n * wrapped;
+            dst_offset -= copy.dst_strides[dim] * n * wrapped;
+            counter[dim] = 0;
+        }
+    }
+}
+
+/// One innermost run of `len` elements.
+fn copy_run<const N: usize>(
+    src: &[u8],
+    dst: &mut [u8],
+    src_offset: isize,
+    dst_offset: isize,
+    len: usize,
+    src_step: isize,
+    dst_step: isize,
+) -> Result<(), String> {
+    let n = N as isize;
+    if dst_step == n && src_step == n {
+        let from = range(src_offset, len * N, src.len(), "source")?;
+        let to = range(dst_offset, len * N, dst.len(), "destination")?;
+        dst[to].copy_from_slice(&src[from]);
+        return Ok(());
+    }
+    if dst_step == n && src_step == -n {
+        let first = src_offset - (len as isize - 1) * n;
+        let from = range(first, len * N, src.len(), "source")?;
+        let to = range(dst_offset, len * N, dst.len(), "destination")?;
+        for (out, element) in dst[to]
+            .chunks_exact_mut(N)
+            .zip(src[from].chunks_exact(N).rev())
+        {
+            out.copy_from_slice(element);
+        }
+        return Ok(());
+    }
+    // Any other strides: check both ends of the run once, then copy element by element.
+    let last_src = src_offset + (len as isize - 1) * src_step;
+    let last_dst = dst_offset + (len as isize - 1) * dst_step;
+    for (offset, available, what) in [
+        (src_offset, src.len(), "source"),
+        (last_src, src.len(), "source"),
+    ] {
+        range(offset, N, available, what)?;
+    }
+    for offset in [dst_offset, last_dst] {
+        range(offset, N, dst.len(), "destination")?;
+    }
+    let mut s = src_offset as usize;
+    let mut d = dst_offset as usize;
+    for _ in 0..len {
+        let element: [u8; N] = src[s..s + N].try_into().expect("N bytes");
+        dst[d..d + N].copy_from_slice(&element);
+        s = s.wrapping_add_signed(src_step);
+        d = d.wrapping_add_signed(dst_step);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packed_copies_merge_into_one_run() {
+        let copy = StridedCopy::new(&[2, 3, 4], 0, &[12, 4, 1], 0, &[12, 4, 1]);
+        assert_eq!(copy.sizes, vec![24]);
+        // A join on the last axis: rows of 4 from a source of rows of 4 into rows of 7.
+        let copy = StridedCopy::new(&[1, 2, 4], 0, &[8, 4, 1], 3, &[14, 7, 1]);
+        assert_eq!(copy.sizes, vec![2, 4]);
+        assert_eq!(copy.dst_strides, vec![7, 1]);
+    }
+
+    #[test]
+    fn reversed_and_strided_runs_copy_the_right_elements() {
+        let src: Vec<u8> = (0..8).collect();
+        let mut dst = vec![0u8; 4];
+        let reverse = StridedCopy::new(&[4], 7, &[-1], 0, &[1]);
+        run_copy(&reverse, &src, &mut dst, 1).unwrap();
+        assert_eq!(dst, vec![7, 6, 5, 4]);
+        let every_other = StridedCopy::new(&[4], 1, &[2], 0, &[1]);
+        run_copy(&every_other, &src, &mut dst, 1).unwrap();
+        assert_eq!(dst, vec![1, 3, 5, 7]);
+        let too_far = StridedCopy::new(&[4], 2, &[2], 0, &[1]);
+        assert!(run_copy(&too_far, &src, &mut dst, 1).is_err());
+    }
+}

@@ -1,0 +1,8 @@
+//! The whole corpus on the CPU backend, one libtest test per case, each case at its own
+//! feature level (the backend validates as a device at that level).
+
+use dmlcts_backend_cpu::CpuBackend;
+
+fn main() {
+    dmlcts_harness::libtest_main(|level| Box::new(CpuBackend::at_level(level)));
+}
