@@ -29,6 +29,7 @@ fn main() -> ExitCode {
                 dmlcts_harness::cli::conformance_main(rest, &backends::resolve)
             }
         }
+        "gen-cases" => gen_cases(),
         "backends" => {
             for (name, about) in backends::KNOWN {
                 println!("{name:10} {about}");
@@ -45,4 +46,37 @@ fn main() -> ExitCode {
         }
     };
     ExitCode::from(status as u8)
+}
+
+/// Writes the generated corpus files; says which changed.
+fn gen_cases() -> i32 {
+    let root = repository_root();
+    for (path, text) in dmlcts_harness::generate::generated_files() {
+        let full = root.join(&path);
+        let unchanged = std::fs::read_to_string(&full).is_ok_and(|old| old == text);
+        if unchanged {
+            println!("unchanged  {path}");
+            continue;
+        }
+        if let Some(parent) = full.parent()
+            && let Err(e) = std::fs::create_dir_all(parent)
+        {
+            eprintln!("error: cannot create {}: {e}", parent.display());
+            return 1;
+        }
+        if let Err(e) = std::fs::write(&full, text) {
+            eprintln!("error: cannot write {}: {e}", full.display());
+            return 1;
+        }
+        println!("wrote      {path}");
+    }
+    0
+}
+
+/// The workspace root: xtask lives one folder below it.
+fn repository_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask is inside the workspace")
+        .to_path_buf()
 }

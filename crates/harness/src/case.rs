@@ -7,7 +7,7 @@ use dmlcts_tensor::{
     DataType, FeatureLevel, JoinDesc, OperatorDesc, Slice1Desc, SplitDesc, TensorDesc,
     format_element,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
@@ -256,33 +256,33 @@ struct CaseError {
     text: String,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFile {
     pub cases: Vec<RawCase>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawCase {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub description: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub tags: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub feature_level: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub split: Option<RawSplit>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub join: Option<RawJoin>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub slice1: Option<RawSlice1>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub reject: Option<String>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSplit {
     pub axis: u32,
@@ -290,7 +290,7 @@ pub(crate) struct RawSplit {
     pub outputs: Vec<RawTensor>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawJoin {
     pub axis: u32,
@@ -298,10 +298,10 @@ pub(crate) struct RawJoin {
     pub output: RawTensor,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawSlice1 {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub dimension_count: Option<u32>,
     pub input_window_offsets: Vec<u32>,
     pub input_window_sizes: Vec<u32>,
@@ -310,20 +310,20 @@ pub(crate) struct RawSlice1 {
     pub output: RawTensor,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTensor {
     pub data_type: String,
     pub sizes: Vec<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub strides: Option<Vec<u32>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub total_tensor_size_in_bytes: Option<u64>,
     /// Inputs only: the values (or a generator).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub data: Option<serde_yaml::Value>,
     /// Outputs only: the expected values.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub expected: Option<serde_yaml::Value>,
 }
 
@@ -548,128 +548,182 @@ fn lowest_level_with_verdict(op: &OperatorDesc, expect: &Expectation) -> Option<
         })
 }
 
-/// Writes cases in the corpus format, one file's worth. Values are written so they load back
-/// to the same bits (NaNs as bit patterns, -0.0 kept).
+/// Writes cases in the corpus format, one file's worth, in the compact style of the
+/// hand-written files. Every value is written so it loads back to the same bits.
 pub fn cases_to_yaml(cases: &[Case]) -> String {
-    let raw = RawFile {
-        cases: cases.iter().map(raw_case).collect(),
-    };
-    serde_yaml::to_string(&raw).unwrap_or_else(|e| format!("# could not write cases: {e}\n"))
+    let mut out = String::from("cases:\n");
+    for (i, case) in cases.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        write_case(&mut out, case);
+    }
+    out
 }
 
-fn raw_case(case: &Case) -> RawCase {
+fn write_case(out: &mut String, case: &Case) {
+    use std::fmt::Write as _;
+    let _ = writeln!(out, "  - name: {}", scalar(&case.name));
+    if let Some(description) = &case.description {
+        let _ = writeln!(out, "    description: {}", scalar(description));
+    }
+    if !case.tags.is_empty() {
+        let tags: Vec<String> = case.tags.iter().map(|t| scalar(t)).collect();
+        let _ = writeln!(out, "    tags: [{}]", tags.join(", "));
+    }
+    let _ = writeln!(out, "    feature_level: \"{}\"", case.feature_level);
+    if let Expectation::Reject { rule } = &case.expect {
+        let _ = writeln!(out, "    reject: {}", scalar(rule));
+    }
     let mut inputs = case.inputs.iter();
     let mut expected = case.expected.iter();
-    let mut tensor = |desc: &TensorDesc, is_input: bool| -> RawTensor {
-        let minimum = desc.minimum_size_in_bytes();
-        let mut raw = RawTensor {
-            data_type: desc.data_type.name().to_string(),
-            sizes: desc.sizes.clone(),
-            strides: desc.strides.clone(),
-            total_tensor_size_in_bytes: (u128::from(desc.total_tensor_size_in_bytes) != minimum)
-                .then_some(desc.total_tensor_size_in_bytes),
-            data: None,
-            expected: None,
-        };
-        if is_input {
-            raw.data = inputs.next().map(|d| data_node(desc, d));
-        } else {
-            raw.expected = expected
-                .next()
-                .cloned()
-                .flatten()
-                .map(|values| values_node(desc.data_type, &values));
-        }
-        raw
-    };
-    let mut raw = RawCase {
-        name: case.name.clone(),
-        description: case.description.clone(),
-        tags: case.tags.clone(),
-        feature_level: Some(case.feature_level.to_string()),
-        split: None,
-        join: None,
-        slice1: None,
-        reject: match &case.expect {
-            Expectation::Accept => None,
-            Expectation::Reject { rule } => Some(rule.clone()),
-        },
-    };
+    let mut input = |desc: &TensorDesc| tensor_flow(desc, inputs.next(), None);
+    let mut output =
+        |desc: &TensorDesc| tensor_flow(desc, None, expected.next().and_then(Option::as_ref));
     match &case.op {
         OperatorDesc::Split(d) => {
-            raw.split = Some(RawSplit {
-                axis: d.axis,
-                input: tensor(&d.input_tensor, true),
-                outputs: d.output_tensors.iter().map(|t| tensor(t, false)).collect(),
-            })
+            let _ = writeln!(out, "    split:\n      axis: {}", d.axis);
+            let _ = writeln!(out, "      input: {}", input(&d.input_tensor));
+            write_list(
+                out,
+                "outputs",
+                d.output_tensors.iter().map(&mut output).collect(),
+            );
         }
         OperatorDesc::Join(d) => {
-            let inputs = d.input_tensors.iter().map(|t| tensor(t, true)).collect();
-            raw.join = Some(RawJoin {
-                axis: d.axis,
-                inputs,
-                output: tensor(&d.output_tensor, false),
-            })
+            let _ = writeln!(out, "    join:\n      axis: {}", d.axis);
+            write_list(
+                out,
+                "inputs",
+                d.input_tensors.iter().map(&mut input).collect(),
+            );
+            let _ = writeln!(out, "      output: {}", output(&d.output_tensor));
         }
         OperatorDesc::Slice1(d) => {
-            let input = tensor(&d.input_tensor, true);
-            raw.slice1 = Some(RawSlice1 {
-                dimension_count: (d.dimension_count as usize != d.input_window_offsets.len())
-                    .then_some(d.dimension_count),
-                input_window_offsets: d.input_window_offsets.clone(),
-                input_window_sizes: d.input_window_sizes.clone(),
-                input_window_strides: d.input_window_strides.clone(),
-                input,
-                output: tensor(&d.output_tensor, false),
-            })
+            let _ = writeln!(out, "    slice1:");
+            if d.dimension_count as usize != d.input_window_offsets.len() {
+                let _ = writeln!(out, "      dimension_count: {}", d.dimension_count);
+            }
+            let _ = writeln!(
+                out,
+                "      input_window_offsets: {}",
+                flow_list(&d.input_window_offsets)
+            );
+            let _ = writeln!(
+                out,
+                "      input_window_sizes: {}",
+                flow_list(&d.input_window_sizes)
+            );
+            let _ = writeln!(
+                out,
+                "      input_window_strides: {}",
+                flow_list(&d.input_window_strides)
+            );
+            let _ = writeln!(out, "      input: {}", input(&d.input_tensor));
+            let _ = writeln!(out, "      output: {}", output(&d.output_tensor));
         }
     }
-    raw
 }
 
-fn data_node(desc: &TensorDesc, data: &TensorData) -> serde_yaml::Value {
-    let mut map = serde_yaml::Mapping::new();
-    let mut put = |k: &str, v: serde_yaml::Value| {
-        map.insert(serde_yaml::Value::String(k.to_string()), v);
-    };
-    match data {
-        TensorData::Logical(values) => return values_node(desc.data_type, values),
-        TensorData::Iota { start, step } => {
-            put("generate", "iota".into());
-            put("start", (*start).into());
-            put("step", (*step).into());
-        }
-        TensorData::Random { seed } => {
-            put("generate", "random".into());
-            put("seed", (*seed).into());
-        }
-        TensorData::Fill { bits } => {
-            put("generate", "fill".into());
-            put("value", element_node(desc.data_type, *bits));
-        }
-        TensorData::Bytes(bytes) => {
-            // Raw buffers are written as their logical values; holes are not data.
-            return values_node(desc.data_type, &crate::data::logical_elements(desc, bytes));
-        }
+fn write_list(out: &mut String, key: &str, items: Vec<String>) {
+    use std::fmt::Write as _;
+    if items.is_empty() {
+        let _ = writeln!(out, "      {key}: []");
+        return;
     }
-    serde_yaml::Value::Mapping(map)
+    let _ = writeln!(out, "      {key}:");
+    for item in items {
+        let _ = writeln!(out, "        - {item}");
+    }
 }
 
-fn values_node(data_type: DataType, values: &[u64]) -> serde_yaml::Value {
-    serde_yaml::Value::Sequence(values.iter().map(|&v| element_node(data_type, v)).collect())
+fn flow_list<T: fmt::Display>(values: &[T]) -> String {
+    let items: Vec<String> = values.iter().map(T::to_string).collect();
+    format!("[{}]", items.join(", "))
 }
 
-/// A number when the text is a plain number YAML reads back exactly, else a string.
-fn element_node(data_type: DataType, bits: u64) -> serde_yaml::Value {
+/// `{data_type: FLOAT32, sizes: [1, 2], data: [...]}`
+fn tensor_flow(
+    desc: &TensorDesc,
+    data: Option<&TensorData>,
+    expected: Option<&Vec<u64>>,
+) -> String {
+    let mut fields = vec![
+        format!("data_type: {}", desc.data_type.name()),
+        format!("sizes: {}", flow_list(&desc.sizes)),
+    ];
+    if let Some(strides) = &desc.strides {
+        fields.push(format!("strides: {}", flow_list(strides)));
+    }
+    if u128::from(desc.total_tensor_size_in_bytes) != desc.minimum_size_in_bytes() {
+        fields.push(format!(
+            "total_tensor_size_in_bytes: {}",
+            desc.total_tensor_size_in_bytes
+        ));
+    }
+    if let Some(data) = data {
+        let text = match data {
+            TensorData::Logical(values) => values_flow(desc.data_type, values),
+            TensorData::Bytes(bytes) => {
+                values_flow(desc.data_type, &crate::data::logical_elements(desc, bytes))
+            }
+            TensorData::Iota { start, step } => {
+                format!("{{generate: iota, start: {start}, step: {step}}}")
+            }
+            TensorData::Random { seed } => format!("{{generate: random, seed: {seed}}}"),
+            TensorData::Fill { bits } => {
+                format!(
+                    "{{generate: fill, value: {}}}",
+                    element_text(desc.data_type, *bits)
+                )
+            }
+        };
+        fields.push(format!("data: {text}"));
+    }
+    if let Some(values) = expected {
+        fields.push(format!("expected: {}", values_flow(desc.data_type, values)));
+    }
+    format!("{{{}}}", fields.join(", "))
+}
+
+fn values_flow(data_type: DataType, values: &[u64]) -> String {
+    let items: Vec<String> = values.iter().map(|&v| element_text(data_type, v)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The value's text, unquoted when YAML reads it back to the same bits, quoted otherwise.
+fn element_text(data_type: DataType, bits: u64) -> String {
     let text = format_element(data_type, bits);
-    let plain = !text.starts_with("0x") && !text.contains("inf") && !text.starts_with("-0.0");
-    if plain && !data_type.is_float() {
-        if let Ok(v) = text.parse::<i64>() {
-            return v.into();
-        }
-        if let Ok(v) = text.parse::<u64>() {
-            return v.into();
-        }
+    let read_back =
+        serde_yaml::from_str::<serde_yaml::Value>(&crate::data::quote_hex_literals(&text))
+            .ok()
+            .and_then(|node| {
+                crate::data::parse_data(
+                    &serde_yaml::Value::Sequence(vec![node]),
+                    data_type,
+                    &[1],
+                    0,
+                )
+                .ok()
+            });
+    if read_back == Some(TensorData::Logical(vec![bits])) {
+        text
+    } else {
+        format!("\"{text}\"")
     }
-    serde_yaml::Value::String(text)
+}
+
+/// A YAML scalar for a name or description: plain when that is safe, quoted otherwise.
+fn scalar(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/'))
+        && !text.starts_with(['-', '.'])
+        && serde_yaml::from_str::<serde_yaml::Value>(text).is_ok_and(|v| v.as_str() == Some(text));
+    if plain {
+        text.to_string()
+    } else {
+        serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+    }
 }
