@@ -365,15 +365,16 @@ pub fn skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> 
         .feature_level
         .unwrap_or_else(|| backend.feature_level());
     let stored_level = case.feature_level;
-    if level < stored_level {
+    if case.rejection_depends_on_level() {
+        // A rejection by a feature-level table holds wherever that same table row applies.
+        if !same_table_row(case, level, stored_level) {
+            return Some(format!(
+                "checks the feature level {stored_level} table; running at {level}"
+            ));
+        }
+    } else if level < stored_level {
         return Some(format!(
             "needs feature level {stored_level}; running at {level}"
-        ));
-    }
-    // A rejection by a feature-level table holds wherever that same table row applies.
-    if case.rejection_depends_on_level() && !same_table_row(case, level, stored_level) {
-        return Some(format!(
-            "checks the feature level {stored_level} table; running at {level}"
         ));
     }
     None
