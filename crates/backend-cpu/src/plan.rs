@@ -162,8 +162,7 @@ impl OutputPlan {
             }
             handles
                 .into_iter()
-                .map(|h| h.join().map_err(|_| "a copy thread panicked".to_string())?)
-                .collect::<Result<(), String>>()
+                .try_for_each(|h| h.join().map_err(|_| "a copy thread panicked".to_string())?)
         })
     }
 

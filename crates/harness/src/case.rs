@@ -172,7 +172,7 @@ impl Corpus {
         let lines = name_lines(text);
         for raw_case in raw.cases {
             let line = lines.get(raw_case.name.as_str()).copied();
-            match raw_case.into_case(file, line.unwrap_or(0)) {
+            match raw_case.to_case(file, line.unwrap_or(0)) {
                 Ok(case) => self.cases.push(case),
                 Err(CaseError { case, text }) => self.errors.push(LoadError {
                     file: file.to_string(),
@@ -402,7 +402,7 @@ impl RawTensor {
 }
 
 impl RawCase {
-    fn into_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
+    fn to_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
         let error = |text: String| CaseError {
             case: self.name.clone(),
             text,

@@ -229,11 +229,11 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
             args.junit.as_ref().map(|_| junit_report(&info, &results)),
         ),
     ] {
-        if let (Some(path), Some(text)) = (path, text) {
-            if let Err(e) = write_report(path, &text) {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                status = 2;
-            }
+        if let (Some(path), Some(text)) = (path, text)
+            && let Err(e) = write_report(path, &text)
+        {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            status = 2;
         }
     }
     println!("{}", summary.line());

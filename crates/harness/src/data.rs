@@ -86,7 +86,7 @@ impl TensorData {
                         .ok_or_else(|| format!("element {coordinates:?} lies outside the buffer"))?
                         as usize;
                     let bits = values[n];
-                    if offset % size == 0 {
+                    if offset.is_multiple_of(size) {
                         if let Some((first, previous)) = written[offset / size]
                             && previous != bits
                         {

@@ -1,0 +1,112 @@
+//! The corpus is consistent with the specs and the oracle.
+
+use dmlcts_harness::{Corpus, Expectation, RunOptions, Status, cases_to_yaml, run_case};
+use dmlcts_oracle::{OracleBackend, spec};
+use std::path::PathBuf;
+
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_corpus_loads_without_errors() {
+    let corpus = Corpus::embedded();
+    assert!(corpus.errors.is_empty(), "{:#?}", corpus.errors);
+    assert!(corpus.cases.len() > 800, "{} cases", corpus.cases.len());
+}
+
+#[test]
+fn the_embedded_corpus_is_the_cases_folder() {
+    let on_disk = Corpus::load_path(&repository().join("cases"));
+    assert!(on_disk.errors.is_empty(), "{:#?}", on_disk.errors);
+    let mut disk: Vec<String> = on_disk.cases.into_iter().map(|c| c.name).collect();
+    let mut embedded: Vec<String> = Corpus::embedded()
+        .cases
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    disk.sort();
+    embedded.sort();
+    assert_eq!(disk, embedded);
+}
+
+#[test]
+fn all_eight_doc_examples_are_in_the_corpus_with_expected_values() {
+    let corpus = Corpus::embedded();
+    let doc: Vec<_> = corpus
+        .cases
+        .iter()
+        .filter(|c| c.tags.iter().any(|t| t == "doc"))
+        .collect();
+    assert_eq!(doc.len(), 8);
+    for case in doc {
+        assert!(case.expected.iter().all(Option::is_some), "{}", case.name);
+    }
+}
+
+#[test]
+fn every_spec_rule_has_a_must_reject_case() {
+    let corpus = Corpus::embedded();
+    let missing: Vec<&str> = spec::all_constraints()
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| {
+            !corpus.cases.iter().any(|c| {
+                c.expect
+                    == Expectation::Reject {
+                        rule: id.to_string(),
+                    }
+            })
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rules without a reject case: {missing:?}"
+    );
+}
+
+#[test]
+fn every_case_passes_on_the_oracle_at_its_own_level() {
+    let corpus = Corpus::embedded();
+    for case in &corpus.cases {
+        let backend = OracleBackend::new(case.feature_level);
+        let options = RunOptions {
+            strict_level: true,
+            ..RunOptions::default()
+        };
+        let result = run_case(&backend, case, &options);
+        assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
+    }
+}
+
+#[test]
+fn generated_files_match_a_fresh_generation() {
+    for (path, text) in dmlcts_harness::generate::generated_files() {
+        let on_disk = std::fs::read_to_string(repository().join(&path))
+            .unwrap_or_else(|e| panic!("{path}: {e}; run `cargo xtask gen-cases`"));
+        assert!(
+            on_disk == text,
+            "{path} is stale: run `cargo xtask gen-cases`"
+        );
+    }
+}
+
+#[test]
+fn written_cases_load_back_identically() {
+    let corpus = Corpus::embedded();
+    let text = cases_to_yaml(&corpus.cases);
+    let mut again = Corpus::default();
+    again.add_text("written.yaml", &text);
+    assert!(again.errors.is_empty(), "{:#?}", again.errors);
+    assert_eq!(again.cases.len(), corpus.cases.len());
+    for (a, b) in corpus.cases.iter().zip(&again.cases) {
+        assert_eq!(a.name, b.name);
+        assert_eq!(a.op, b.op, "{}", a.name);
+        assert_eq!(a.feature_level, b.feature_level, "{}", a.name);
+        assert_eq!(a.expect, b.expect, "{}", a.name);
+        assert_eq!(a.expected, b.expected, "{}", a.name);
+        for ((_, desc), (x, y)) in a.op.inputs().iter().zip(a.inputs.iter().zip(&b.inputs)) {
+            assert_eq!(x.materialize(desc), y.materialize(desc), "{}", a.name);
+        }
+    }
+}
