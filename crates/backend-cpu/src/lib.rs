@@ -16,12 +16,13 @@ use dmlcts_tensor::{
 };
 use plan::OutputPlan;
 
-/// Outputs smaller than this are copied on the calling thread.
+/// By default, outputs smaller than this are copied on the calling thread.
 pub const PARALLEL_THRESHOLD_BYTES: usize = 1 << 20;
 
 pub struct CpuBackend {
     level: FeatureLevel,
     threads: usize,
+    parallel_threshold: usize,
 }
 
 impl CpuBackend {
@@ -34,12 +35,22 @@ impl CpuBackend {
     /// rejected. Execution is the same at every level.
     pub fn at_level(level: FeatureLevel) -> CpuBackend {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        CpuBackend { level, threads }
+        CpuBackend {
+            level,
+            threads,
+            parallel_threshold: PARALLEL_THRESHOLD_BYTES,
+        }
     }
 
     /// Uses at most `threads` threads per operator (1 disables threading).
     pub fn with_threads(mut self, threads: usize) -> CpuBackend {
         self.threads = threads.max(1);
+        self
+    }
+
+    /// Splits outputs of at least `bytes` across threads (tests use 0 to force it).
+    pub fn with_parallel_threshold(mut self, bytes: usize) -> CpuBackend {
+        self.parallel_threshold = bytes;
         self
     }
 }
@@ -54,6 +65,7 @@ struct CompiledCpu {
     outputs: Vec<OutputPlan>,
     element_size: usize,
     threads: usize,
+    parallel_threshold: usize,
 }
 
 impl CompiledOperator for CompiledCpu {
@@ -67,7 +79,12 @@ impl CompiledOperator for CompiledCpu {
         }
         for (plan, binding) in self.outputs.iter().zip(outputs.iter_mut()) {
             let dst = binding.bytes_mut();
-            plan.run(inputs, dst, self.element_size, self.threads)?;
+            let threads = if dst.len() >= self.parallel_threshold {
+                self.threads
+            } else {
+                1
+            };
+            plan.run(inputs, dst, self.element_size, threads)?;
         }
         Ok(())
     }
@@ -100,6 +117,7 @@ impl Backend for CpuBackend {
             outputs: plan::plan(op),
             element_size,
             threads: self.threads,
+            parallel_threshold: self.parallel_threshold,
         }))
     }
 }

@@ -1,6 +1,5 @@
 //! Operators as strided copies in the coordinates of the output they write.
 
-use crate::PARALLEL_THRESHOLD_BYTES;
 use crate::copy::{StridedCopy, run_copy};
 use dmlcts_tensor::{OperatorDesc, TensorDesc};
 
@@ -130,9 +129,7 @@ impl OutputPlan {
         element_size: usize,
         threads: usize,
     ) -> Result<(), String> {
-        let split = self
-            .split_dimension
-            .filter(|_| threads > 1 && dst.len() >= PARALLEL_THRESHOLD_BYTES);
+        let split = self.split_dimension.filter(|_| threads > 1);
         let Some(p) = split else {
             return self.run_rows(inputs, dst, element_size, 0, u64::MAX, 0);
         };

@@ -9,6 +9,7 @@ pub mod generate;
 mod libtest;
 pub mod report;
 mod runner;
+pub mod strategies;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use libtest::{corpus_trials, libtest_main};
