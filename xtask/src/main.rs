@@ -1,6 +1,7 @@
 //! `cargo xtask <command>`: the project's automation, in plain Rust.
 
 mod backends;
+mod bench;
 
 use std::process::ExitCode;
 
@@ -10,6 +11,7 @@ usage: cargo xtask <command> [options]
 commands:
   conformance   run the case corpus against a backend (--help for options)
   gen-cases     regenerate the generated part of cases/ from specs/
+  bench         CPU backend throughput against memcpy, ndarray and the oracle
   backends      list the backends this build knows
 ";
 
@@ -30,6 +32,7 @@ fn main() -> ExitCode {
             }
         }
         "gen-cases" => gen_cases(),
+        "bench" => bench::bench_main(rest),
         "backends" => {
             for (name, about) in backends::KNOWN {
                 println!("{name:10} {about}");
