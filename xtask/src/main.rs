@@ -2,6 +2,7 @@
 
 mod backends;
 mod bench;
+mod fuzz;
 
 use std::process::ExitCode;
 
@@ -12,6 +13,7 @@ commands:
   conformance   run the case corpus against a backend (--help for options)
   gen-cases     regenerate the generated part of cases/ from specs/
   bench         CPU backend throughput against memcpy, ndarray and the oracle
+  fuzz          random valid and near-miss cases; the first failure is shrunk and saved
   backends      list the backends this build knows
 ";
 
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         }
         "gen-cases" => gen_cases(),
         "bench" => bench::bench_main(rest),
+        "fuzz" => fuzz::fuzz_main(rest, &repository_root()),
         "backends" => {
             for (name, about) in backends::KNOWN {
                 println!("{name:10} {about}");

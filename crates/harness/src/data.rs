@@ -79,9 +79,11 @@ impl TensorData {
                 let strides = desc.effective_strides();
                 // Coordinates that share an address (broadcast strides) must agree.
                 let mut written: Vec<Option<(usize, u64)>> = vec![None; slots.max(1)];
-                for (n, coordinates) in Coordinates::new(&desc.sizes).enumerate() {
+                let mut walk = Coordinates::new(&desc.sizes);
+                let mut n = 0usize;
+                while let Some(coordinates) = walk.advance() {
                     let offset = desc
-                        .byte_offset(&coordinates, &strides)
+                        .byte_offset(coordinates, &strides)
                         .filter(|&o| o as usize + size <= total)
                         .ok_or_else(|| format!("element {coordinates:?} lies outside the buffer"))?
                         as usize;
@@ -98,6 +100,7 @@ impl TensorData {
                         written[offset / size] = Some((n, bits));
                     }
                     write_element(&mut bytes, offset, data_type, bits);
+                    n += 1;
                 }
             }
         }
@@ -108,13 +111,15 @@ impl TensorData {
 /// Reads the logical elements of a tensor from its bytes, in row-major order.
 pub fn logical_elements(desc: &TensorDesc, bytes: &[u8]) -> Vec<u64> {
     let strides = desc.effective_strides();
-    Coordinates::new(&desc.sizes)
-        .map(|c| {
-            desc.byte_offset(&c, &strides)
-                .and_then(|o| dmlcts_tensor::read_element(bytes, o as usize, desc.data_type))
-                .unwrap_or(0)
-        })
-        .collect()
+    let mut values = Vec::with_capacity(desc.element_count().min(1 << 20) as usize);
+    let mut walk = Coordinates::new(&desc.sizes);
+    while let Some(c) = walk.advance() {
+        let value = desc
+            .byte_offset(c, &strides)
+            .and_then(|o| dmlcts_tensor::read_element(bytes, o as usize, desc.data_type));
+        values.push(value.unwrap_or(0));
+    }
+    values
 }
 
 /// Parses a `data:` or `expected:` node: a (nested) list of values or a generator mapping.

@@ -5,6 +5,7 @@ mod case;
 pub mod cli;
 pub mod compare;
 pub mod data;
+pub mod fuzz;
 pub mod generate;
 mod libtest;
 pub mod report;

@@ -18,11 +18,14 @@ pub fn data_type() -> impl Strategy<Value = DataType> {
     prop::sample::select(DataType::ALL.to_vec())
 }
 
-/// 1 to 8 dimensions, sizes biased to small values, at most `MAX_ELEMENTS` elements.
+/// 1 to 8 dimensions, sizes biased to small values: an element budget is drawn first (mostly
+/// up to 64, sometimes up to 512, now and then up to `MAX_ELEMENTS`) and the largest size is
+/// halved until the tensor fits it. Shrinking drives the budget, and so the tensor, down.
 pub fn sizes() -> impl Strategy<Value = Vec<u32>> {
     let size = prop_oneof![6 => 1u32..=3, 3 => 4u32..=8, 1 => 9u32..=64];
-    prop::collection::vec(size, 1..=8).prop_map(|mut sizes| {
-        while sizes.iter().map(|&s| u64::from(s)).product::<u64>() > MAX_ELEMENTS {
+    let budget = prop_oneof![6 => 1u64..=64, 3 => 65u64..=512, 1 => 513u64..=MAX_ELEMENTS];
+    (prop::collection::vec(size, 1..=8), budget).prop_map(|(mut sizes, budget)| {
+        while sizes.iter().map(|&s| u64::from(s)).product::<u64>() > budget {
             let largest = (0..sizes.len()).max_by_key(|&i| sizes[i]).unwrap_or(0);
             sizes[largest] = sizes[largest].div_ceil(2);
         }

@@ -141,10 +141,11 @@ fn split(desc: &SplitDesc, input: &[u8], outputs: &mut [Output<'_>]) {
     let axis = desc.axis as usize;
     let input_strides = desc.input_tensor.effective_strides();
     let mut axis_start: u32 = 0;
+    let mut input_coordinates = vec![0u32; desc.input_tensor.dimension_count()];
     for output in outputs.iter_mut() {
-        let sizes = output.desc.sizes.clone();
-        for output_coordinates in Coordinates::new(&sizes) {
-            let mut input_coordinates = output_coordinates.clone();
+        let mut walk = Coordinates::new(&output.desc.sizes);
+        while let Some(output_coordinates) = walk.advance() {
+            input_coordinates.copy_from_slice(output_coordinates);
             input_coordinates[axis] += axis_start;
             copy_element(
                 &desc.input_tensor,
@@ -152,10 +153,10 @@ fn split(desc: &SplitDesc, input: &[u8], outputs: &mut [Output<'_>]) {
                 input,
                 &input_coordinates,
                 output,
-                &output_coordinates,
+                output_coordinates,
             );
         }
-        axis_start += sizes[axis];
+        axis_start += output.desc.sizes[axis];
     }
 }
 
@@ -163,16 +164,18 @@ fn split(desc: &SplitDesc, input: &[u8], outputs: &mut [Output<'_>]) {
 fn join(desc: &JoinDesc, inputs: &[&[u8]], output: &mut Output<'_>) {
     let axis = desc.axis as usize;
     let mut axis_start: u32 = 0;
+    let mut output_coordinates = vec![0u32; desc.output_tensor.dimension_count()];
     for (input_desc, input) in desc.input_tensors.iter().zip(inputs) {
         let input_strides = input_desc.effective_strides();
-        for input_coordinates in Coordinates::new(&input_desc.sizes) {
-            let mut output_coordinates = input_coordinates.clone();
+        let mut walk = Coordinates::new(&input_desc.sizes);
+        while let Some(input_coordinates) = walk.advance() {
+            output_coordinates.copy_from_slice(input_coordinates);
             output_coordinates[axis] += axis_start;
             copy_element(
                 input_desc,
                 &input_strides,
                 input,
-                &input_coordinates,
+                input_coordinates,
                 output,
                 &output_coordinates,
             );
@@ -203,9 +206,9 @@ fn slice1(desc: &Slice1Desc, input: &[u8], output: &mut Output<'_>) {
         }
     }
     let input_strides = desc.input_tensor.effective_strides();
-    let sizes = output.desc.sizes.clone();
-    for output_coordinates in Coordinates::new(&sizes) {
-        let mut input_coordinates = vec![0u32; dimension_count];
+    let mut input_coordinates = vec![0u32; dimension_count];
+    let mut walk = Coordinates::new(&output.desc.sizes);
+    while let Some(output_coordinates) = walk.advance() {
         for i in 0..dimension_count {
             let coordinate = copy_start[i]
                 + i64::from(desc.input_window_strides[i]) * i64::from(output_coordinates[i]);
@@ -221,7 +224,7 @@ fn slice1(desc: &Slice1Desc, input: &[u8], output: &mut Output<'_>) {
             input,
             &input_coordinates,
             output,
-            &output_coordinates,
+            output_coordinates,
         );
     }
 }

@@ -124,7 +124,17 @@ pub fn all_constraints() -> Vec<&'static Constraint> {
 }
 
 pub fn constraint(id: &str) -> Option<&'static Constraint> {
-    all_constraints().into_iter().find(|c| c.id == id)
+    static BY_ID: OnceLock<std::collections::HashMap<&'static str, &'static Constraint>> =
+        OnceLock::new();
+    BY_ID
+        .get_or_init(|| {
+            all_constraints()
+                .into_iter()
+                .map(|c| (c.id.as_str(), c))
+                .collect()
+        })
+        .get(id)
+        .copied()
 }
 
 /// Whether a rule's verdict changes with the feature level (the tables, availability).

@@ -116,22 +116,46 @@ pub fn calc_buffer_tensor_size(
 
 /// Row-major walk over every coordinate of a tensor with the given sizes: the last
 /// dimension moves fastest. A zero size yields nothing; zero dimensions yield one empty
-/// coordinate (a scalar).
+/// coordinate (a scalar). `advance` reuses one buffer; the `Iterator` yields copies.
 pub struct Coordinates {
     sizes: Vec<u32>,
-    next: Option<Vec<u32>>,
+    current: Vec<u32>,
+    started: bool,
+    done: bool,
 }
 
 impl Coordinates {
     pub fn new(sizes: &[u32]) -> Coordinates {
-        let next = if sizes.contains(&0) {
-            None
-        } else {
-            Some(vec![0; sizes.len()])
-        };
         Coordinates {
             sizes: sizes.to_vec(),
-            next,
+            current: vec![0; sizes.len()],
+            started: false,
+            done: sizes.contains(&0),
+        }
+    }
+
+    /// The next coordinate, or None when every one has been visited.
+    pub fn advance(&mut self) -> Option<&[u32]> {
+        if self.done {
+            return None;
+        }
+        if !self.started {
+            self.started = true;
+            return Some(&self.current);
+        }
+        let mut dim = self.current.len();
+        loop {
+            if dim == 0 {
+                // Every dimension wrapped around: the walk is over.
+                self.done = true;
+                return None;
+            }
+            dim -= 1;
+            self.current[dim] += 1;
+            if self.current[dim] < self.sizes[dim] {
+                return Some(&self.current);
+            }
+            self.current[dim] = 0;
         }
     }
 }
@@ -140,23 +164,7 @@ impl Iterator for Coordinates {
     type Item = Vec<u32>;
 
     fn next(&mut self) -> Option<Vec<u32>> {
-        let current = self.next.take()?;
-        let mut following = current.clone();
-        let mut dim = following.len();
-        loop {
-            if dim == 0 {
-                // Every dimension wrapped around: the walk is over.
-                break;
-            }
-            dim -= 1;
-            following[dim] += 1;
-            if following[dim] < self.sizes[dim] {
-                self.next = Some(following);
-                break;
-            }
-            following[dim] = 0;
-        }
-        Some(current)
+        self.advance().map(<[u32]>::to_vec)
     }
 }
 

@@ -54,12 +54,17 @@ impl FeatureLevel {
 
     /// Accepts `4_1`, `4.1` or `DML_FEATURE_LEVEL_4_1`.
     pub fn parse(text: &str) -> Option<FeatureLevel> {
-        let upper = text.trim().to_ascii_uppercase();
-        let short = upper.strip_prefix("DML_FEATURE_LEVEL_").unwrap_or(&upper);
-        Self::ALL.into_iter().find(|l| {
-            let name = l.to_string();
-            name == short || name.replace('_', ".") == short
-        })
+        let text = text.trim();
+        let short = match text.get(..18) {
+            Some(prefix) if prefix.eq_ignore_ascii_case("DML_FEATURE_LEVEL_") => &text[18..],
+            _ => text,
+        };
+        let (major, minor) = short.split_once(['_', '.'])?;
+        let (major, minor): (u16, u16) = (major.parse().ok()?, minor.parse().ok()?);
+        if major > 15 || minor > 15 {
+            return None;
+        }
+        FeatureLevel::from_value(major << 12 | minor << 8)
     }
 }
 

@@ -72,6 +72,11 @@ pub fn format_element(data_type: DataType, bits: u64) -> String {
 }
 
 fn format_float(value: f64, shortest: String) -> String {
+    let magnitude = value.abs();
+    if value.is_finite() && magnitude != 0.0 && !(1e-5..1e16).contains(&magnitude) {
+        // Shortest digits in exponent form, e.g. 5.9604645e-8, instead of 40 zeros.
+        return exponent_form(&shortest);
+    }
     if value.is_infinite() {
         if value > 0.0 { "inf" } else { "-inf" }.to_string()
     } else if value == 0.0 && value.is_sign_negative() {
@@ -80,6 +85,32 @@ fn format_float(value: f64, shortest: String) -> String {
     } else {
         shortest
     }
+}
+
+/// Rewrites the shortest decimal digits of `plain` (no exponent) as `d.ddde-N` / `d.ddde+N`.
+fn exponent_form(plain: &str) -> String {
+    let (sign, digits) = match plain.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", plain),
+    };
+    let (int_part, frac_part) = digits.split_once('.').unwrap_or((digits, ""));
+    let all: String = format!("{int_part}{frac_part}");
+    let Some(first) = all.find(|c: char| c != '0') else {
+        return plain.to_string();
+    };
+    let exponent = int_part.len() as i64 - 1 - first as i64;
+    let significant = all[first..].trim_end_matches('0');
+    let (lead, rest) = significant.split_at(1);
+    let mantissa = if rest.is_empty() {
+        format!("{lead}.0")
+    } else {
+        format!("{lead}.{rest}")
+    };
+    format!(
+        "{sign}{mantissa}e{}{}",
+        if exponent < 0 { "-" } else { "+" },
+        exponent.abs()
+    )
 }
 
 /// A value as written: a YAML integer, a YAML float, or a string.
@@ -208,6 +239,8 @@ mod tests {
         let samples: &[(DataType, u64)] = &[
             (DataType::Float16, 0x7e01),      // NaN with payload
             (DataType::Float16, 0x0001),      // smallest subnormal
+            (DataType::Float32, 0x7f7f_ffff), // largest finite
+            (DataType::Float64, 0x0000_0000_0000_0001),
             (DataType::Float16, 0x8000),      // -0.0
             (DataType::Float16, 0x7c00),      // inf
             (DataType::Float32, 0xffc0_0123), // negative NaN with payload
@@ -223,6 +256,18 @@ mod tests {
             let text = format_element(dt, bits);
             assert_eq!(parse_element_text(dt, &text), Ok(bits), "{dt} {text}");
         }
+    }
+
+    #[test]
+    fn tiny_and_huge_floats_use_exponent_form() {
+        assert_eq!(format_element(DataType::Float16, 0x0001), "5.9604645e-8");
+        assert_eq!(
+            format_element(DataType::Float32, 0x7f7f_ffff),
+            "3.4028235e+38"
+        );
+        assert_eq!(format_element(DataType::Float64, 1), "5.0e-324");
+        assert_eq!(format_element(DataType::Float32, 0x3f80_0000), "1");
+        assert_eq!(format_element(DataType::Float32, 0xbfc0_0000), "-1.5");
     }
 
     #[test]
