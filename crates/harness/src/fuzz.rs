@@ -74,7 +74,7 @@ pub fn case_strategy(op: Option<OperatorKind>, mix: Mix) -> BoxedStrategy<Case> 
 /// itself, or the derived one an invariant ran).
 pub struct CheckFailure {
     pub report: String,
-    pub case: Case,
+    pub case: Box<Case>,
 }
 
 /// Everything the fuzzer checks on one case.
@@ -83,7 +83,7 @@ pub fn check_case(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure
     if result.status == Status::Failed {
         return Err(CheckFailure {
             report: result.failure_report(),
-            case: case.clone(),
+            case: Box::new(case.clone()),
         });
     }
     if result.status != Status::Passed || case.expect != Expectation::Accept {
@@ -126,7 +126,7 @@ fn run_plain(
 fn invariant_failure(name: &str, invariant: &str, derived: Case, detail: String) -> CheckFailure {
     CheckFailure {
         report: format!("FAIL {name}\n  check: invariant: {invariant}\n  {detail}\n"),
-        case: derived,
+        case: Box::new(derived),
     }
 }
 
@@ -319,7 +319,7 @@ pub fn fuzz(
 /// Re-checks the minimal case and writes the case that shows the failure.
 fn save_failure(backend: &dyn Backend, options: &FuzzOptions, minimal: Case) -> FuzzFailure {
     let (report, mut case) = match check_case(backend, &minimal) {
-        Err(failure) => (failure.report, failure.case),
+        Err(failure) => (failure.report, *failure.case),
         Ok(()) => (
             "the shrunk case passed when re-checked (a nondeterministic backend?)".to_string(),
             minimal,
