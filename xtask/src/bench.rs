@@ -147,32 +147,19 @@ fn median(mut times: Vec<Duration>) -> Duration {
     times[times.len() / 2]
 }
 
-fn time_runs(runs: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm-up: first touch of every page
-    median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect(),
-    )
-}
-
 fn gbps(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
 }
 
-/// ndarray doing the same work on element type T. `allocating`: the APIs that return new
-/// arrays (concatenate, to_owned); otherwise `assign` into arrays allocated once.
-fn ndarray_time<T: Copy + From<u8>>(
+/// ndarray doing the same work on element type T, as a closure that owns its arrays.
+/// `allocating`: the APIs that return new arrays (concatenate, split_at + to_owned, slicing +
+/// to_owned); otherwise `assign` into arrays allocated once.
+fn ndarray_work<T: Copy + From<u8> + 'static>(
     workload: Workload,
     rows: usize,
     cols: usize,
-    runs: usize,
     allocating: bool,
-) -> Duration {
+) -> Box<dyn FnMut()> {
     // Non-zero everywhere: untouched zero pages would make reads look free.
     let whole: Array2<T> = Array2::from_elem((rows, cols), T::from(1));
     match workload {
@@ -190,9 +177,9 @@ fn ndarray_time<T: Copy + From<u8>>(
             let parts: Vec<Array2<T>> = (0..4)
                 .map(|_| Array2::from_elem(part_shape, T::from(1)))
                 .collect();
-            let views: Vec<ArrayView2<T>> = parts.iter().map(|p| p.view()).collect();
-            let mut out = whole.clone();
-            time_runs(runs, || {
+            let mut out = whole;
+            Box::new(move || {
+                let views: Vec<ArrayView2<T>> = parts.iter().map(|p| p.view()).collect();
                 if allocating {
                     let joined = ndarray::concatenate(Axis(axis), &views).expect("same shapes");
                     std::hint::black_box(&joined);
@@ -224,7 +211,7 @@ fn ndarray_time<T: Copy + From<u8>>(
             let mut outs: Vec<Array2<T>> = (0..4)
                 .map(|_| Array2::from_elem(part_shape, T::from(2)))
                 .collect();
-            time_runs(runs, || {
+            Box::new(move || {
                 let mut rest = whole.view();
                 for out in outs.iter_mut() {
                     let cut = if axis == 0 {
@@ -245,13 +232,16 @@ fn ndarray_time<T: Copy + From<u8>>(
             })
         }
         Workload::SliceStride1 | Workload::SliceReverseLastAxis | Workload::SliceStride2 => {
-            let view = match workload {
-                Workload::SliceStride1 => whole.slice(s![.., ..]),
-                Workload::SliceReverseLastAxis => whole.slice(s![.., ..;-1]),
-                _ => whole.slice(s![.., ..;2]),
+            let mut out: Array2<T> = match workload {
+                Workload::SliceStride2 => Array2::from_elem((rows, cols / 2), T::from(2)),
+                _ => Array2::from_elem((rows, cols), T::from(2)),
             };
-            let mut out = view.to_owned();
-            time_runs(runs, || {
+            Box::new(move || {
+                let view = match workload {
+                    Workload::SliceStride1 => whole.slice(s![.., ..]),
+                    Workload::SliceReverseLastAxis => whole.slice(s![.., ..;-1]),
+                    _ => whole.slice(s![.., ..;2]),
+                };
                 if allocating {
                     std::hint::black_box(view.to_owned());
                 } else {
@@ -271,6 +261,10 @@ struct Row {
     memcpy: f64,
     ndarray: f64,
     ndarray_assign: f64,
+    /// Medians of the per-round ratios cpu / reference (time of the reference / time of cpu).
+    over_memcpy: f64,
+    over_ndarray: f64,
+    over_assign: f64,
     oracle_seconds: Option<f64>,
     contiguous: bool,
 }
@@ -326,9 +320,9 @@ pub fn bench_main(args: &[String]) -> i32 {
                 row.ndarray_assign,
                 row.oracle_seconds
                     .map_or("-".to_string(), |s| format!("{s:.2}")),
-                row.cpu / row.memcpy,
-                row.cpu / row.ndarray,
-                row.cpu / row.ndarray_assign,
+                row.over_memcpy,
+                row.over_ndarray,
+                row.over_assign,
             );
             rows.push(row);
         }
@@ -336,9 +330,7 @@ pub fn bench_main(args: &[String]) -> i32 {
     let below: Vec<String> = rows
         .iter()
         .filter(|r| {
-            (r.contiguous && r.cpu / r.memcpy < 0.8)
-                || r.cpu / r.ndarray_assign < 1.0
-                || r.cpu / r.ndarray < 1.0
+            (r.contiguous && r.over_memcpy < 0.8) || r.over_assign < 1.0 || r.over_ndarray < 1.0
         })
         .map(|r| format!("{} {}", r.workload, r.data_type))
         .collect();
@@ -360,9 +352,9 @@ pub fn bench_main(args: &[String]) -> i32 {
                     "ndarray_gbps": r.ndarray,
                     "ndarray_assign_gbps": r.ndarray_assign,
                     "oracle_seconds": r.oracle_seconds,
-                    "cpu_over_memcpy": r.cpu / r.memcpy,
-                    "cpu_over_ndarray": r.cpu / r.ndarray,
-                    "cpu_over_ndarray_assign": r.cpu / r.ndarray_assign,
+                    "cpu_over_memcpy": r.over_memcpy,
+                    "cpu_over_ndarray": r.over_ndarray,
+                    "cpu_over_ndarray_assign": r.over_assign,
                     "contiguous": r.contiguous,
                 })
             })
@@ -405,7 +397,16 @@ fn measure(
     let written: usize = outputs.iter().map(Vec::len).sum();
     let bytes_moved = 2 * written;
     let compiled = backend.compile(&op).expect("bench descriptors are valid");
-    let cpu_time = time_runs(options.runs, || {
+    let source = vec![1u8; written];
+    let mut target = vec![0u8; written];
+    let (rows, cols) = shape(data_type);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let nd = |allocating| match data_type.element_size() {
+        1 => ndarray_work::<u8>(workload, rows, cols, allocating),
+        2 => ndarray_work::<u16>(workload, rows, cols, allocating),
+        _ => ndarray_work::<u32>(workload, rows, cols, allocating),
+    };
+    let mut cpu = || {
         let mut bindings: Vec<OutputBinding<'_>> = outputs
             .iter_mut()
             .map(|b| {
@@ -420,22 +421,41 @@ fn measure(
         compiled
             .execute(&input_refs, &mut bindings)
             .expect("executes");
-    });
-    let source = vec![1u8; written];
-    let mut target = vec![0u8; written];
-    let memcpy_time = time_runs(options.runs, || {
+    };
+    let mut memcpy = || {
         target.copy_from_slice(&source);
         std::hint::black_box(&target);
-    });
-    let (rows, cols) = shape(data_type);
-    let (rows, cols) = (rows as usize, cols as usize);
-    let nd = |allocating| match data_type.element_size() {
-        1 => ndarray_time::<u8>(workload, rows, cols, options.runs, allocating),
-        2 => ndarray_time::<u16>(workload, rows, cols, options.runs, allocating),
-        _ => ndarray_time::<u32>(workload, rows, cols, options.runs, allocating),
     };
-    let ndarray_alloc = nd(true);
-    let ndarray_assign = nd(false);
+    let mut ndarray_alloc = nd(true);
+    let mut ndarray_assign = nd(false);
+    // Rounds interleave the four, so a slow moment on this shared machine slows all of them;
+    // ratios are taken within a round, then the median over rounds is reported.
+    let mut methods: [&mut dyn FnMut(); 4] = [
+        &mut cpu,
+        &mut memcpy,
+        &mut *ndarray_alloc,
+        &mut *ndarray_assign,
+    ];
+    for method in methods.iter_mut() {
+        method(); // warm-up: first touch of every page
+    }
+    let mut times: [Vec<Duration>; 4] = Default::default();
+    for _ in 0..options.runs {
+        for (k, method) in methods.iter_mut().enumerate() {
+            let start = Instant::now();
+            method();
+            times[k].push(start.elapsed());
+        }
+    }
+    let ratio = |k: usize| {
+        let mut ratios: Vec<f64> = (0..options.runs)
+            .map(|r| times[k][r].as_secs_f64() / times[0][r].as_secs_f64())
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        ratios[ratios.len() / 2]
+    };
+    let (over_memcpy, over_ndarray, over_assign) = (ratio(1), ratio(2), ratio(3));
+    let [cpu_time, memcpy_time, ndarray_time, assign_time] = times.map(median);
     let oracle_seconds = options.oracle.then(|| {
         let start = Instant::now();
         let out = oracle_execute(&op, &input_refs).expect("valid");
@@ -448,8 +468,11 @@ fn measure(
         bytes_moved,
         cpu: gbps(bytes_moved, cpu_time),
         memcpy: gbps(bytes_moved, memcpy_time),
-        ndarray: gbps(bytes_moved, ndarray_alloc),
-        ndarray_assign: gbps(bytes_moved, ndarray_assign),
+        ndarray: gbps(bytes_moved, ndarray_time),
+        ndarray_assign: gbps(bytes_moved, assign_time),
+        over_memcpy,
+        over_ndarray,
+        over_assign,
         oracle_seconds,
         contiguous: workload.contiguous(),
     }

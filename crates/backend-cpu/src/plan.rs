@@ -1,6 +1,10 @@
 //! Operators as strided copies in the coordinates of the output they write.
 
 use crate::copy::{StridedCopy, run_copy};
+use std::sync::Mutex;
+
+/// Chunks of work per thread when an output is split across threads.
+const CHUNKS_PER_THREAD: u64 = 8;
 use dmlcts_tensor::{OperatorDesc, TensorDesc};
 
 /// One copy from an input into an output: the block of `sizes` elements whose first
@@ -134,32 +138,43 @@ impl OutputPlan {
             return self.run_rows(inputs, dst, element_size, 0, u64::MAX, 0);
         };
         // Rows [a, b) of dimension p own bytes [a * stride_p, b * stride_p) of the output.
+        // Several chunks per thread, pulled from a shared queue: on a busy machine a thread
+        // that gets less CPU time simply takes fewer chunks.
         let rows = self.sizes[p];
-        let chunks = (threads as u64).min(rows);
+        let chunks = (threads as u64 * CHUNKS_PER_THREAD).min(rows);
         let row_bytes = self.strides[p] as usize * element_size;
-        let bounds: Vec<u64> = (0..=chunks).map(|k| rows * k / chunks).collect();
-        std::thread::scope(|scope| {
-            let mut rest = dst;
-            let mut consumed = 0usize;
-            let mut handles = Vec::new();
-            for k in 0..chunks as usize {
-                let (a, b) = (bounds[k], bounds[k + 1]);
-                let end = if k + 1 == chunks as usize {
-                    consumed + rest.len()
-                } else {
-                    b as usize * row_bytes
+        let mut tasks = Vec::with_capacity(chunks as usize);
+        let mut rest = dst;
+        let mut consumed = 0usize;
+        for k in 0..chunks {
+            let (a, b) = (rows * k / chunks, rows * (k + 1) / chunks);
+            let end = if k + 1 == chunks {
+                consumed + rest.len()
+            } else {
+                b as usize * row_bytes
+            };
+            let (mine, tail) = rest.split_at_mut(end - consumed);
+            tasks.push((a, b, consumed, mine));
+            consumed = end;
+            rest = tail;
+        }
+        let queue = Mutex::new(tasks.into_iter());
+        let work = || -> Result<(), String> {
+            loop {
+                let task = queue.lock().map_err(|_| "a copy thread panicked")?.next();
+                let Some((a, b, start, bytes)) = task else {
+                    return Ok(());
                 };
-                let (mine, tail) = rest.split_at_mut(end - consumed);
-                let start = consumed;
-                consumed = end;
-                rest = tail;
-                handles.push(
-                    scope.spawn(move || self.run_rows(inputs, mine, element_size, a, b, start)),
-                );
+                self.run_rows(inputs, bytes, element_size, a, b, start)?;
             }
-            handles
+        };
+        std::thread::scope(|scope| {
+            let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+            let mine = work();
+            helpers
                 .into_iter()
-                .try_for_each(|h| h.join().map_err(|_| "a copy thread panicked".to_string())?)
+                .try_for_each(|h| h.join().map_err(|_| "a copy thread panicked".to_string())?)?;
+            mine
         })
     }
 
