@@ -11,6 +11,7 @@
 mod copy;
 mod plan;
 
+use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{
     Backend, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding, Rejected,
 };
@@ -107,7 +108,7 @@ impl Backend for CpuBackend {
         format!("dmlcts CPU backend, {} thread(s)", self.threads)
     }
 
-    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         dmlcts_oracle::validate(op, self.level).map_err(|v| Rejected {
             rule: Some(v.rule),
             message: v.message,

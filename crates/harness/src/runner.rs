@@ -11,7 +11,7 @@ use crate::case::{Case, Expectation};
 use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use crate::data::logical_elements;
 use dmlcts_oracle::{OracleOutput, execute, validate};
-use dmlcts_tensor::{Backend, FeatureLevel, OutputBinding, Rejected};
+use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -194,6 +194,16 @@ fn run_checks(
             );
         }
         Ok(compiled) => compiled,
+    };
+    let compiled = match compiled {
+        Err(CompileError::Failed(message)) => {
+            return fail(
+                "the backend failed",
+                format!("  while compiling: {message}"),
+            );
+        }
+        Err(CompileError::Rejected(rejected)) => Err(rejected),
+        Ok(compiled) => Ok(compiled),
     };
     let compiled = match (verdict, compiled) {
         (Err(violation), Err(rejected)) => {

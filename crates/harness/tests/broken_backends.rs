@@ -3,6 +3,7 @@
 
 use dmlcts_harness::{Case, Corpus, RunOptions, Status, run_case, run_cases};
 use dmlcts_oracle::OracleBackend;
+use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{
     Backend, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding, Rejected,
 };
@@ -64,17 +65,17 @@ impl Backend for Broken {
     fn feature_level(&self) -> FeatureLevel {
         FeatureLevel::L4_1
     }
-    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         let element_size = op
             .outputs()
             .first()
             .map_or(1, |(_, d)| d.data_type.element_size());
         match self.fault {
             Fault::PanicsInCompile => panic!("deliberate panic in compile"),
-            Fault::RejectsEverything => Err(Rejected {
+            Fault::RejectsEverything => Err(CompileError::Rejected(Rejected {
                 rule: None,
                 message: "E_INVALIDARG".to_string(),
-            }),
+            })),
             Fault::AcceptsEverything => Ok(Box::new(BrokenCompiled {
                 fault: self.fault,
                 inner: self.oracle.compile(op).ok(),
@@ -247,7 +248,10 @@ fn writing_stride_holes_is_a_note_not_a_failure() {
         fn feature_level(&self) -> FeatureLevel {
             FeatureLevel::L4_1
         }
-        fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+        fn compile(
+            &self,
+            op: &OperatorDesc,
+        ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
             Ok(Box::new(Writes(self.0.compile(op)?)))
         }
     }
@@ -280,7 +284,10 @@ fn cases_above_the_level_or_with_unclaimed_types_are_skipped_with_the_reason() {
         fn data_types(&self) -> Vec<dmlcts_tensor::DataType> {
             vec![dmlcts_tensor::DataType::Float32]
         }
-        fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+        fn compile(
+            &self,
+            op: &OperatorDesc,
+        ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
             self.0.compile(op)
         }
     }
@@ -323,7 +330,10 @@ fn strict_level_requires_rejection_and_non_strict_checks_outputs_instead() {
         fn feature_level(&self) -> FeatureLevel {
             FeatureLevel::L3_0
         }
-        fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+        fn compile(
+            &self,
+            op: &OperatorDesc,
+        ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
             ORACLE_4_1
                 .get_or_init(|| OracleBackend::new(FeatureLevel::L4_1))
                 .compile(op)

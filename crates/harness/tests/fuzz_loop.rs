@@ -4,9 +4,8 @@
 use dmlcts_harness::fuzz::{FuzzOptions, Mix, fuzz};
 use dmlcts_harness::{Corpus, RunOptions, Status, run_case};
 use dmlcts_oracle::OracleBackend;
-use dmlcts_tensor::{
-    Backend, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding, Rejected,
-};
+use dmlcts_tensor::CompileError;
+use dmlcts_tensor::{Backend, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding};
 
 /// Correct, except that a Slice1 with a negative window stride on a dimension whose output
 /// size is 3 or more gets its first output byte flipped.
@@ -34,7 +33,7 @@ impl Backend for NegativeStrideBug {
     fn feature_level(&self) -> FeatureLevel {
         FeatureLevel::L4_1
     }
-    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         let triggers = match op {
             OperatorDesc::Slice1(d) => d
                 .input_window_strides
@@ -140,7 +139,10 @@ fn the_same_seed_gives_the_same_run() {
         fn feature_level(&self) -> FeatureLevel {
             FeatureLevel::L4_1
         }
-        fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+        fn compile(
+            &self,
+            op: &OperatorDesc,
+        ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
             self.1.lock().unwrap().push(format!("{op:?}"));
             self.0.compile(op)
         }

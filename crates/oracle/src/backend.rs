@@ -3,6 +3,7 @@
 //! cases' stored expectations against the oracle through the same runner as any backend.
 
 use crate::{execute, validate};
+use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{
     Backend, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding, Rejected,
 };
@@ -70,7 +71,7 @@ impl Backend for OracleBackend {
         "dmlcts scalar reference oracle".to_string()
     }
 
-    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected> {
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         validate(op, self.level).map_err(|v| Rejected {
             rule: Some(v.rule),
             message: v.message,

@@ -22,6 +22,31 @@ impl fmt::Display for Rejected {
     }
 }
 
+/// Why `compile` produced nothing to execute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileError {
+    /// The descriptor was refused: the verdict the harness compares with the oracle's.
+    Rejected(Rejected),
+    /// The backend could not give a verdict (its process crashed or hung, its device was
+    /// lost). The case fails with this message; it never counts as a rejection.
+    Failed(String),
+}
+
+impl From<Rejected> for CompileError {
+    fn from(rejected: Rejected) -> CompileError {
+        CompileError::Rejected(rejected)
+    }
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Rejected(r) => write!(f, "rejected: {r}"),
+            CompileError::Failed(m) => write!(f, "failed: {m}"),
+        }
+    }
+}
+
 /// One output as bound for execution, like a `DML_BUFFER_BINDING`: the tensor's bytes are
 /// `buffer[offset .. offset + size]`, where `size` is the descriptor's
 /// TotalTensorSizeInBytes. The rest of `buffer` belongs to the harness (guard bands) and
@@ -71,6 +96,6 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Accepts the descriptor (returning something to execute) or rejects it.
-    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, Rejected>;
+    /// Accepts the descriptor (returning something to execute), rejects it, or fails.
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError>;
 }

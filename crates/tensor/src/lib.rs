@@ -11,7 +11,7 @@ mod ops;
 mod random;
 mod values;
 
-pub use backend::{Backend, CompiledOperator, OutputBinding, Rejected};
+pub use backend::{Backend, CompileError, CompiledOperator, OutputBinding, Rejected};
 pub use data_type::DataType;
 pub use desc::{Coordinates, TensorDesc, calc_buffer_tensor_size};
 pub use feature_level::FeatureLevel;
