@@ -69,7 +69,11 @@ pub fn fuzz_main(args: &[String], root: &Path) -> i32 {
             return 2;
         }
     }
-    let backend = match backends::resolve(&backend_name, None) {
+    let request = dmlcts_harness::cli::BackendRequest {
+        name: backend_name.clone(),
+        ..Default::default()
+    };
+    let backend = match backends::resolve(&request) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: --backend {backend_name}: {e}");

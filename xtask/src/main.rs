@@ -37,8 +37,8 @@ fn main() -> ExitCode {
         "bench" => bench::bench_main(rest),
         "fuzz" => fuzz::fuzz_main(rest, &repository_root()),
         "backends" => {
-            for (name, about) in backends::KNOWN {
-                println!("{name:10} {about}");
+            for (name, about) in backends::known(None) {
+                println!("{name:16} {about}");
             }
             0
         }
@@ -80,7 +80,7 @@ fn gen_cases() -> i32 {
 }
 
 /// The workspace root: xtask lives one folder below it.
-fn repository_root() -> std::path::PathBuf {
+pub fn repository_root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask is inside the workspace")

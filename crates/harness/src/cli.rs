@@ -10,14 +10,28 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Makes a backend from its `--backend` name, at a level when one is asked for.
-pub type BackendResolver<'a> =
-    &'a dyn Fn(&str, Option<FeatureLevel>) -> Result<Box<dyn Backend>, String>;
+/// What `--backend` and its companion options ask for.
+#[derive(Clone, Debug, Default)]
+pub struct BackendRequest {
+    pub name: String,
+    /// Run as a device at this level, for backends that can.
+    pub feature_level: Option<FeatureLevel>,
+    /// Per-request timeout for out-of-process backends.
+    pub process_timeout: Option<Duration>,
+    /// A file naming out-of-process backends (see backends.yaml).
+    pub backend_config: Option<PathBuf>,
+}
+
+/// Makes a backend from a request.
+pub type BackendResolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Box<dyn Backend>, String>;
 
 pub const CONFORMANCE_USAGE: &str = "\
 usage: cargo xtask conformance [options]
 
-  --backend NAME          backend to test (default: cpu)
+  --backend NAME          backend to test (default: cpu); `cargo xtask backends` lists them;
+                          `process:COMMAND` runs any protocol server (docs/backend-protocol.md)
+  --backend-config FILE   names for out-of-process backends (default: backends.yaml)
+  --process-timeout SECS  longest wait for one reply from an out-of-process backend (default 10)
   --cases PATH            case file or folder; repeatable (default: the corpus, cases/)
   --filter TEXT           run cases whose name contains TEXT; repeatable
   --exact                 --filter must equal the case name
@@ -33,6 +47,8 @@ usage: cargo xtask conformance [options]
 #[derive(Debug, Default)]
 pub struct ConformanceArgs {
     pub backend: Option<String>,
+    pub backend_config: Option<PathBuf>,
+    pub process_timeout: Option<Duration>,
     pub cases: Vec<PathBuf>,
     pub filters: Vec<String>,
     pub exact: bool,
@@ -57,6 +73,22 @@ impl ConformanceArgs {
             };
             match arg.as_str() {
                 "--backend" => parsed.backend = Some(value("--backend")?),
+                "--backend-config" => {
+                    parsed.backend_config = Some(PathBuf::from(value("--backend-config")?))
+                }
+                "--process-timeout" => {
+                    let text = value("--process-timeout")?;
+                    let seconds: f64 = text
+                        .parse()
+                        .ok()
+                        .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                        .ok_or_else(|| {
+                            format!(
+                                "--process-timeout: `{text}` is not a positive number of seconds"
+                            )
+                        })?;
+                    parsed.process_timeout = Some(Duration::from_secs_f64(seconds));
+                }
                 "--cases" => parsed.cases.push(PathBuf::from(value("--cases")?)),
                 "--filter" => parsed.filters.push(value("--filter")?),
                 "--exact" => parsed.exact = true,
@@ -128,7 +160,13 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
         return if corpus.errors.is_empty() { 0 } else { 1 };
     }
     let backend_name = args.backend.clone().unwrap_or_else(|| "cpu".to_string());
-    let backend = match resolve(&backend_name, args.feature_level) {
+    let request = BackendRequest {
+        name: backend_name.clone(),
+        feature_level: args.feature_level,
+        process_timeout: args.process_timeout,
+        backend_config: args.backend_config.clone(),
+    };
+    let backend = match resolve(&request) {
         Ok(backend) => backend,
         Err(e) => {
             eprintln!("error: --backend {backend_name}: {e}");

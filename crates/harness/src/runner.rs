@@ -133,8 +133,8 @@ pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Cas
 pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) -> String {
     let mut command = format!(
         "cargo xtask conformance --backend {} --cases {} --filter {} --exact",
-        backend.name(),
-        case.file,
+        shell_word(&backend.name()),
+        shell_word(&case.file),
         case.name
     );
     if let Some(level) = options.feature_level {
@@ -147,6 +147,19 @@ pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) 
         let _ = write!(command, " {hint}");
     }
     command
+}
+
+/// Quotes a word for a POSIX shell when it needs it.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 fn run_checks(

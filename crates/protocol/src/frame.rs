@@ -1,0 +1,200 @@
+//! Frames: `u32 LE header length | header (UTF-8 JSON object) | payload 0 | payload 1 | ...`,
+//! where the header's `"payloads"` array gives each payload's byte length.
+
+use serde_json::Value;
+use std::io::{self, Read, Write};
+
+/// Headers larger than this are refused (a garbage length must not allocate gigabytes).
+pub const MAX_HEADER_BYTES: u32 = 16 << 20;
+/// Payloads larger than this are refused.
+pub const MAX_PAYLOAD_BYTES: u64 = 2 << 30;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    pub header: Value,
+    pub payloads: Vec<Vec<u8>>,
+}
+
+impl Frame {
+    pub fn new(header: Value) -> Frame {
+        Frame {
+            header,
+            payloads: Vec::new(),
+        }
+    }
+
+    /// The header's `"type"`, or "" when missing.
+    pub fn kind(&self) -> &str {
+        self.header
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    pub fn id(&self) -> Option<u64> {
+        self.header.get("id").and_then(Value::as_u64)
+    }
+}
+
+/// Why a frame could not be read.
+#[derive(Debug)]
+pub enum FrameError {
+    /// The stream failed or ended inside a frame.
+    Io(io::Error),
+    /// The bytes are not a frame: the stream cannot be trusted any further.
+    Malformed(String),
+    /// A well-framed header that is not a JSON object: the stream is still in step.
+    BadHeader(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::Io(e) => write!(f, "{e}"),
+            FrameError::Malformed(m) => write!(f, "malformed frame: {m}"),
+            FrameError::BadHeader(m) => write!(f, "bad header: {m}"),
+        }
+    }
+}
+
+/// Writes one frame. The header's `"payloads"` entry is set from `payloads`.
+pub fn write_frame(writer: &mut impl Write, header: &Value, payloads: &[&[u8]]) -> io::Result<()> {
+    let mut header = header.clone();
+    if let Value::Object(map) = &mut header {
+        map.insert(
+            "payloads".to_string(),
+            Value::Array(
+                payloads
+                    .iter()
+                    .map(|p| Value::from(p.len() as u64))
+                    .collect(),
+            ),
+        );
+    }
+    let text = serde_json::to_vec(&header).map_err(io::Error::other)?;
+    writer.write_all(&(text.len() as u32).to_le_bytes())?;
+    writer.write_all(&text)?;
+    for payload in payloads {
+        writer.write_all(payload)?;
+    }
+    writer.flush()
+}
+
+/// Reads one frame; `Ok(None)` on a clean end of stream before a frame starts.
+pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
+    let mut length = [0u8; 4];
+    match read_exact_or_eof(reader, &mut length) {
+        Ok(false) => return Ok(None),
+        Ok(true) => {}
+        Err(e) => return Err(FrameError::Io(e)),
+    }
+    let length = u32::from_le_bytes(length);
+    if length > MAX_HEADER_BYTES {
+        return Err(FrameError::Malformed(format!(
+            "header length {length} is over the limit of {MAX_HEADER_BYTES}"
+        )));
+    }
+    let mut text = vec![0u8; length as usize];
+    reader.read_exact(&mut text).map_err(FrameError::Io)?;
+    let header: Value = serde_json::from_slice(&text)
+        .map_err(|e| FrameError::Malformed(format!("header is not JSON: {e}")))?;
+    let lengths: Vec<u64> = match header.get("payloads") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_u64()
+                    .filter(|&n| n <= MAX_PAYLOAD_BYTES)
+                    .ok_or_else(|| FrameError::Malformed(format!("bad payload length {v}")))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(FrameError::Malformed(format!(
+                "\"payloads\" must be an array of lengths, found {other}"
+            )));
+        }
+    };
+    let mut payloads = Vec::with_capacity(lengths.len());
+    for n in lengths {
+        let mut payload = vec![0u8; n as usize];
+        reader.read_exact(&mut payload).map_err(FrameError::Io)?;
+        payloads.push(payload);
+    }
+    if !header.is_object() || header.get("type").and_then(Value::as_str).is_none() {
+        return Err(FrameError::BadHeader(format!(
+            "a header must be a JSON object with a string \"type\", found {header}"
+        )));
+    }
+    Ok(Some(Frame { header, payloads }))
+}
+
+/// Fills `buffer`; false when the stream ended before its first byte.
+fn read_exact_or_eof(reader: &mut impl Read, buffer: &mut [u8]) -> io::Result<bool> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) if filled == 0 => return Ok(false),
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a frame",
+                ));
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frames_round_trip_with_payloads() {
+        let mut bytes = Vec::new();
+        write_frame(
+            &mut bytes,
+            &json!({"type": "execute", "id": 3}),
+            &[b"abc", b""],
+        )
+        .unwrap();
+        let frame = read_frame(&mut bytes.as_slice()).unwrap().unwrap();
+        assert_eq!(frame.kind(), "execute");
+        assert_eq!(frame.id(), Some(3));
+        assert_eq!(frame.payloads, vec![b"abc".to_vec(), Vec::new()]);
+        assert!(read_frame(&mut &bytes[bytes.len()..]).unwrap().is_none());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic_or_a_huge_allocation() {
+        let garbage = [0xffu8, 0xff, 0xff, 0xff, 1, 2, 3];
+        assert!(matches!(
+            read_frame(&mut garbage.as_slice()),
+            Err(FrameError::Malformed(_))
+        ));
+        let mut bytes = Vec::new();
+        let header = br#"{"type":"x","payloads":[99999999999]}"#;
+        bytes.extend((header.len() as u32).to_le_bytes());
+        bytes.extend(header);
+        assert!(matches!(
+            read_frame(&mut bytes.as_slice()),
+            Err(FrameError::Malformed(_))
+        ));
+        let truncated = [5u8, 0, 0, 0, b'{'];
+        assert!(matches!(
+            read_frame(&mut truncated.as_slice()),
+            Err(FrameError::Io(_))
+        ));
+        let mut no_type = Vec::new();
+        no_type.extend(2u32.to_le_bytes());
+        no_type.extend(b"[]");
+        assert!(matches!(
+            read_frame(&mut no_type.as_slice()),
+            Err(FrameError::BadHeader(_))
+        ));
+    }
+}

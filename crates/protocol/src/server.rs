@@ -1,0 +1,150 @@
+//! `serve`: any in-process `Backend` as a protocol server. `Server::handle` answers one
+//! frame, for servers that need to do more around it.
+
+use crate::PROTOCOL_VERSION;
+use crate::descriptor::from_json;
+use crate::frame::{Frame, FrameError, read_frame, write_frame};
+use dmlcts_tensor::{Backend, CompileError, CompiledOperator, OutputBinding};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+
+/// A backend's protocol state: the operators compiled so far, by id.
+pub struct Server<'a> {
+    backend: &'a dyn Backend,
+    compiled: HashMap<u64, Box<dyn CompiledOperator + 'a>>,
+}
+
+impl<'a> Server<'a> {
+    pub fn new(backend: &'a dyn Backend) -> Server<'a> {
+        Server {
+            backend,
+            compiled: HashMap::new(),
+        }
+    }
+
+    /// The reply to one request (None for `release`, which has no reply).
+    pub fn handle(&mut self, frame: &Frame) -> Option<Frame> {
+        let id = frame.id();
+        let error =
+            |message: String| Frame::new(json!({"type": "error", "id": id, "message": message}));
+        let backend = self.backend;
+        Some(match frame.kind() {
+            "hello" => Frame::new(json!({
+                "type": "hello",
+                "protocol": PROTOCOL_VERSION,
+                "name": backend.name(),
+                "feature_level": backend.feature_level().to_string(),
+                "data_types": backend.data_types().iter().map(|d| d.name()).collect::<Vec<_>>(),
+                "device": backend.device(),
+            })),
+            "compile" => match (id, frame.header.get("operator").map(from_json)) {
+                (None, _) => error("compile needs an \"id\"".to_string()),
+                (_, None) => error("compile needs an \"operator\"".to_string()),
+                (_, Some(Err(e))) => error(e),
+                (Some(id), Some(Ok(op))) => match backend.compile(&op) {
+                    Ok(operator) => {
+                        self.compiled.insert(id, operator);
+                        Frame::new(json!({"type": "accepted", "id": id}))
+                    }
+                    Err(CompileError::Rejected(r)) => Frame::new(
+                        json!({"type": "rejected", "id": id, "reason": r.message, "rule": r.rule}),
+                    ),
+                    Err(CompileError::Failed(message)) => error(message),
+                },
+            },
+            "execute" => {
+                let inputs = frame.header.get("inputs").and_then(Value::as_u64);
+                let operator = id.and_then(|id| self.compiled.get(&id));
+                match (operator, inputs) {
+                    (None, _) => error(format!("no compiled operator with id {id:?}")),
+                    (_, None) => error("execute needs \"inputs\" (a count)".to_string()),
+                    (Some(_), Some(n)) if n as usize > frame.payloads.len() => error(format!(
+                        "{n} inputs announced, {} payloads sent",
+                        frame.payloads.len()
+                    )),
+                    (Some(operator), Some(n)) => {
+                        let (inputs, outputs) = frame.payloads.split_at(n as usize);
+                        let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+                        let mut outputs: Vec<Vec<u8>> = outputs.to_vec();
+                        let mut bindings: Vec<OutputBinding<'_>> = outputs
+                            .iter_mut()
+                            .map(|b| {
+                                let size = b.len();
+                                OutputBinding {
+                                    buffer: b,
+                                    offset: 0,
+                                    size,
+                                }
+                            })
+                            .collect();
+                        match operator.execute(&input_refs, &mut bindings) {
+                            Ok(()) => {
+                                drop(bindings);
+                                Frame {
+                                    header: json!({"type": "executed", "id": id}),
+                                    payloads: outputs,
+                                }
+                            }
+                            Err(message) => error(message),
+                        }
+                    }
+                }
+            }
+            "release" => {
+                if let Some(id) = id {
+                    self.compiled.remove(&id);
+                }
+                return None;
+            }
+            "shutdown" => Frame::new(json!({"type": "bye"})),
+            other => error(format!("unknown message type `{other}`")),
+        })
+    }
+}
+
+/// Writes a frame built by `Server::handle`.
+pub fn write_reply(writer: &mut impl Write, reply: &Frame) -> io::Result<()> {
+    let payloads: Vec<&[u8]> = reply.payloads.iter().map(Vec::as_slice).collect();
+    write_frame(writer, &reply.header, &payloads)
+}
+
+/// Serves `backend` until `shutdown` or the end of `reader`. Unknown messages and bad
+/// headers get an `error` reply; only a stream that is no longer framed ends the loop with
+/// an error.
+pub fn serve(
+    backend: &dyn Backend,
+    mut reader: impl Read,
+    mut writer: impl Write,
+) -> io::Result<()> {
+    let mut server = Server::new(backend);
+    loop {
+        let frame = match read_frame(&mut reader) {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(()),
+            Err(FrameError::BadHeader(message)) => {
+                write_frame(
+                    &mut writer,
+                    &json!({"type": "error", "message": message}),
+                    &[],
+                )?;
+                continue;
+            }
+            Err(FrameError::Malformed(message)) => {
+                let _ = write_frame(
+                    &mut writer,
+                    &json!({"type": "error", "message": message}),
+                    &[],
+                );
+                return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+            }
+            Err(FrameError::Io(e)) => return Err(e),
+        };
+        if let Some(reply) = server.handle(&frame) {
+            write_reply(&mut writer, &reply)?;
+        }
+        if frame.kind() == "shutdown" {
+            return Ok(());
+        }
+    }
+}
