@@ -215,6 +215,9 @@ fn run_checks(
                 format!("  while compiling: {message}"),
             );
         }
+        Err(CompileError::Unsupported(reason)) => {
+            return Outcome::Skip(format!("backend {}: {reason}", backend.name()));
+        }
         Err(CompileError::Rejected(rejected)) => Err(rejected),
         Ok(compiled) => Ok(compiled),
     };

@@ -455,6 +455,9 @@ impl Backend for ProcessBackend {
                 rule: text("rule"),
                 message: text("reason").unwrap_or_default(),
             })),
+            "unsupported" if reply.id() == Some(id) => Err(CompileError::Unsupported(
+                text("reason").unwrap_or_default(),
+            )),
             "error" => Err(CompileError::Failed(format!(
                 "the backend reported an error: {}",
                 text("message").unwrap_or_default()

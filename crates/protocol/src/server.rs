@@ -51,6 +51,9 @@ impl<'a> Server<'a> {
                         json!({"type": "rejected", "id": id, "reason": r.message, "rule": r.rule}),
                     ),
                     Err(CompileError::Failed(message)) => error(message),
+                    Err(CompileError::Unsupported(reason)) => {
+                        Frame::new(json!({"type": "unsupported", "id": id, "reason": reason}))
+                    }
                 },
             },
             "execute" => {

@@ -30,6 +30,9 @@ pub enum CompileError {
     /// The backend could not give a verdict (its process crashed or hung, its device was
     /// lost). The case fails with this message; it never counts as a rejection.
     Failed(String),
+    /// The descriptor is beyond what this backend can run here (say, larger than the
+    /// adapter's buffers). The case is skipped with this reason: neither passed nor failed.
+    Unsupported(String),
 }
 
 impl From<Rejected> for CompileError {
@@ -43,6 +46,7 @@ impl fmt::Display for CompileError {
         match self {
             CompileError::Rejected(r) => write!(f, "rejected: {r}"),
             CompileError::Failed(m) => write!(f, "failed: {m}"),
+            CompileError::Unsupported(m) => write!(f, "unsupported here: {m}"),
         }
     }
 }

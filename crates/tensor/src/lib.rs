@@ -4,6 +4,7 @@
 //! implementations under test provide.
 
 mod backend;
+mod copy_plan;
 mod data_type;
 mod desc;
 mod feature_level;
@@ -12,6 +13,7 @@ mod random;
 mod values;
 
 pub use backend::{Backend, CompileError, CompiledOperator, OutputBinding, Rejected};
+pub use copy_plan::{OutputPieces, Piece, copy_plan};
 pub use data_type::DataType;
 pub use desc::{Coordinates, TensorDesc, calc_buffer_tensor_size};
 pub use feature_level::FeatureLevel;
