@@ -2,6 +2,7 @@
 //! backends file (backends.yaml at the repository root by default).
 
 use dmlcts_backend_cpu::CpuBackend;
+use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
 use dmlcts_harness::cli::BackendRequest;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
@@ -16,6 +17,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     (
         "oracle",
         "the scalar reference itself (checks the corpus's stored expectations)",
+    ),
+    (
+        "wgpu",
+        "WGSL compute kernels on a wgpu adapter (--adapter TEXT or DMLCTS_WGPU_ADAPTER picks one)",
     ),
     (
         "cpu-process",
@@ -128,6 +133,21 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
             return Ok(Box::new(OracleBackend::new(
                 level.unwrap_or(FeatureLevel::L4_1),
             )));
+        }
+        "wgpu" => {
+            let mut options = WgpuOptions::default();
+            if request.adapter.is_some() {
+                options.adapter = request.adapter.clone();
+            }
+            options.feature_level = level.unwrap_or(FeatureLevel::L4_1);
+            let backend = WgpuBackend::new(options);
+            // CI sets this so that a missing adapter fails the run instead of skipping it.
+            if let Some(reason) = backend.unavailable_reason()
+                && std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_some()
+            {
+                return Err(format!("DMLCTS_REQUIRE_WGPU_ADAPTER is set and {reason}"));
+            }
+            return Ok(Box::new(backend));
         }
         "cpu-process" => {
             let server = cpu_server()?;

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 const TOTAL_BYTES: usize = 64 << 20;
 
 struct Options {
+    backend: String,
+    adapter: Option<String>,
     runs: usize,
     oracle: bool,
     json: Option<String>,
@@ -22,6 +24,8 @@ struct Options {
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
+        backend: "cpu".to_string(),
+        adapter: None,
         runs: 5,
         oracle: true,
         json: None,
@@ -40,10 +44,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--filter" => options.filter = Some(value()?),
             "--backend" => {
                 let name = value()?;
-                if name != "cpu" {
-                    return Err(format!("bench supports --backend cpu only (got {name})"));
+                if name != "cpu" && name != "wgpu" {
+                    return Err(format!("bench supports --backend cpu or wgpu (got {name})"));
                 }
+                options.backend = name;
             }
+            "--adapter" => options.adapter = Some(value()?),
             other => return Err(format!("unknown option `{other}`")),
         }
     }
@@ -279,6 +285,9 @@ pub fn bench_main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    if options.backend == "wgpu" {
+        return bench_wgpu(&options);
+    }
     let backend = CpuBackend::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
@@ -476,4 +485,89 @@ fn measure(
         oracle_seconds,
         contiguous: workload.contiguous(),
     }
+}
+
+/// The wgpu backend's kernels, with buffers already on the device, next to the adapter's own
+/// copy_buffer_to_buffer of the bytes written (the device's memcpy).
+fn bench_wgpu(options: &Options) -> i32 {
+    let mut wgpu_options = dmlcts_backend_wgpu::WgpuOptions::default();
+    if options.adapter.is_some() {
+        wgpu_options.adapter = options.adapter.clone();
+    }
+    let backend = dmlcts_backend_wgpu::WgpuBackend::new(wgpu_options);
+    if let Some(reason) = backend.unavailable_reason() {
+        eprintln!("bench: the wgpu backend is unavailable: {reason}");
+        return 1;
+    }
+    println!(
+        "dmlcts bench (wgpu): 64 MiB tensors, median of {} runs, adapter {}",
+        options.runs,
+        backend.device()
+    );
+    println!(
+        "{:<24} {:>7} {:>10} {:>12} {:>10}",
+        "workload", "type", "wgpu GB/s", "b2b copy GB/s", "wgpu/copy"
+    );
+    let mut rows = Vec::new();
+    for data_type in [DataType::Float32, DataType::Float16, DataType::Uint8] {
+        for workload in Workload::ALL {
+            let label = format!("{} {}", workload.name(), data_type);
+            if options
+                .filter
+                .as_ref()
+                .is_some_and(|f| !label.contains(f.as_str()))
+            {
+                continue;
+            }
+            let op = descriptor(workload, data_type);
+            let inputs: Vec<Vec<u8>> = op
+                .inputs()
+                .iter()
+                .enumerate()
+                .map(|(i, (_, d))| {
+                    let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
+                    fill_random_bits(data_type, &mut bytes, i as u64);
+                    bytes
+                })
+                .collect();
+            let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+            let written: u64 = op
+                .outputs()
+                .iter()
+                .map(|(_, d)| d.total_tensor_size_in_bytes)
+                .sum();
+            match backend.measure(&op, &refs, options.runs) {
+                Err(e) => println!("{:<24} {:>7} error: {e}", workload.name(), data_type.name()),
+                Ok((kernel, copy)) => {
+                    let moved = 2 * written as usize;
+                    let (ours, reference) = (gbps(moved, kernel), gbps(moved, copy));
+                    println!(
+                        "{:<24} {:>7} {:>10.2} {:>12.2} {:>10.2}",
+                        workload.name(),
+                        data_type.name(),
+                        ours,
+                        reference,
+                        ours / reference
+                    );
+                    rows.push(serde_json::json!({
+                        "workload": workload.name(), "data_type": data_type.name(),
+                        "wgpu_gbps": ours, "copy_buffer_to_buffer_gbps": reference,
+                        "wgpu_over_copy": ours / reference, "contiguous": workload.contiguous(),
+                    }));
+                }
+            }
+        }
+    }
+    if let Some(path) = &options.json {
+        let report =
+            serde_json::json!({"adapter": backend.device(), "runs": options.runs, "results": rows});
+        if let Err(e) = std::fs::write(
+            path,
+            serde_json::to_string_pretty(&report).unwrap_or_default(),
+        ) {
+            eprintln!("error: cannot write {path}: {e}");
+            return 1;
+        }
+    }
+    0
 }

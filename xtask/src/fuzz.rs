@@ -11,6 +11,7 @@ usage: cargo xtask fuzz [--backend NAME] [--cases N] [--seed S] [--op split|join
                         [--valid-only | --invalid-only] [--out DIR]
 
   --backend NAME   backend to fuzz (default: cpu)
+  --adapter TEXT   GPU backends: the adapter to use
   --cases N        cases to generate (default: 10000)
   --seed S         the run's seed (default: from the clock; printed, so any run can be repeated)
   --op OP          only this operator
@@ -20,6 +21,7 @@ usage: cargo xtask fuzz [--backend NAME] [--cases N] [--seed S] [--op split|join
 
 pub fn fuzz_main(args: &[String], root: &Path) -> i32 {
     let mut backend_name = "cpu".to_string();
+    let mut adapter = None;
     let mut options = FuzzOptions {
         cases: 10_000,
         seed: std::time::SystemTime::now()
@@ -36,6 +38,7 @@ pub fn fuzz_main(args: &[String], root: &Path) -> i32 {
         let parsed: Result<(), String> = (|| {
             match arg.as_str() {
                 "--backend" => backend_name = value()?,
+                "--adapter" => adapter = Some(value()?),
                 "--cases" => {
                     options.cases = value()?
                         .parse()
@@ -71,6 +74,7 @@ pub fn fuzz_main(args: &[String], root: &Path) -> i32 {
     }
     let request = dmlcts_harness::cli::BackendRequest {
         name: backend_name.clone(),
+        adapter,
         ..Default::default()
     };
     let backend = match backends::resolve(&request) {

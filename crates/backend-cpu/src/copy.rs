@@ -14,7 +14,8 @@ pub struct StridedCopy {
 
 impl StridedCopy {
     /// Drops size-1 dimensions and merges neighbours that are contiguous in both source and
-    /// destination, so a packed-to-packed copy becomes one run.
+    /// destination (`dmlcts_tensor::merge_dimensions`), so a packed-to-packed copy becomes
+    /// one run.
     pub fn new(
         sizes: &[u64],
         src_base: i64,
@@ -22,29 +23,11 @@ impl StridedCopy {
         dst_base: i64,
         dst_strides: &[i64],
     ) -> StridedCopy {
-        let mut dims: Vec<(usize, isize, isize)> = Vec::new();
-        for ((&size, &ss), &ds) in sizes.iter().zip(src_strides).zip(dst_strides) {
-            if size == 1 {
-                continue;
-            }
-            let inner = (size as usize, ss as isize, ds as isize);
-            match dims.last_mut() {
-                Some(outer)
-                    if outer.1 == inner.1 * inner.0 as isize
-                        && outer.2 == inner.2 * inner.0 as isize =>
-                {
-                    *outer = (outer.0 * inner.0, inner.1, inner.2);
-                }
-                _ => dims.push(inner),
-            }
-        }
-        if dims.is_empty() {
-            dims.push((1, 1, 1));
-        }
+        let dims = dmlcts_tensor::merge_dimensions(sizes, src_strides, dst_strides);
         StridedCopy {
-            sizes: dims.iter().map(|d| d.0).collect(),
-            src_strides: dims.iter().map(|d| d.1).collect(),
-            dst_strides: dims.iter().map(|d| d.2).collect(),
+            sizes: dims.iter().map(|d| d.0 as usize).collect(),
+            src_strides: dims.iter().map(|d| d.1 as isize).collect(),
+            dst_strides: dims.iter().map(|d| d.2 as isize).collect(),
             src_base: src_base as isize,
             dst_base: dst_base as isize,
         }

@@ -20,6 +20,8 @@ pub struct BackendRequest {
     pub process_timeout: Option<Duration>,
     /// A file naming out-of-process backends (see backends.yaml).
     pub backend_config: Option<PathBuf>,
+    /// For GPU backends: a substring of the adapter's name, backend or driver.
+    pub adapter: Option<String>,
 }
 
 /// Makes a backend from a request.
@@ -32,6 +34,7 @@ usage: cargo xtask conformance [options]
                           `process:COMMAND` runs any protocol server (docs/backend-protocol.md)
   --backend-config FILE   names for out-of-process backends (default: backends.yaml)
   --process-timeout SECS  longest wait for one reply from an out-of-process backend (default 10)
+  --adapter TEXT          GPU backends: the adapter whose name, backend or driver contains TEXT
   --cases PATH            case file or folder; repeatable (default: the corpus, cases/)
   --filter TEXT           run cases whose name contains TEXT; repeatable
   --exact                 --filter must equal the case name
@@ -49,6 +52,7 @@ pub struct ConformanceArgs {
     pub backend: Option<String>,
     pub backend_config: Option<PathBuf>,
     pub process_timeout: Option<Duration>,
+    pub adapter: Option<String>,
     pub cases: Vec<PathBuf>,
     pub filters: Vec<String>,
     pub exact: bool,
@@ -165,6 +169,7 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
         feature_level: args.feature_level,
         process_timeout: args.process_timeout,
         backend_config: args.backend_config.clone(),
+        adapter: args.adapter.clone(),
     };
     let backend = match resolve(&request) {
         Ok(backend) => backend,

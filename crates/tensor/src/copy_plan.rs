@@ -37,6 +37,33 @@ impl OutputPieces {
     }
 }
 
+/// A block copy's dimensions as (size, source stride, destination stride), outermost first,
+/// with size-1 dimensions dropped and neighbours that are contiguous in both source and
+/// destination merged, so a packed-to-packed copy becomes one run. Never empty: a single
+/// element is one dimension of size 1.
+pub fn merge_dimensions(
+    sizes: &[u64],
+    src_strides: &[i64],
+    dst_strides: &[i64],
+) -> Vec<(u64, i64, i64)> {
+    let mut dims: Vec<(u64, i64, i64)> = Vec::new();
+    for ((&size, &src), &dst) in sizes.iter().zip(src_strides).zip(dst_strides) {
+        if size == 1 {
+            continue;
+        }
+        match dims.last_mut() {
+            Some(outer) if outer.1 == src * size as i64 && outer.2 == dst * size as i64 => {
+                *outer = (outer.0 * size, src, dst);
+            }
+            _ => dims.push((size, src, dst)),
+        }
+    }
+    if dims.is_empty() {
+        dims.push((1, 1, 1));
+    }
+    dims
+}
+
 fn strides_of(desc: &TensorDesc) -> Vec<i64> {
     desc.effective_strides().iter().map(|&s| s as i64).collect()
 }
@@ -120,5 +147,29 @@ pub fn copy_plan(op: &OperatorDesc) -> Vec<OutputPieces> {
             };
             vec![output(&d.output_tensor, vec![piece])]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_neighbours_merge_and_size_one_dimensions_drop() {
+        assert_eq!(
+            merge_dimensions(&[2, 3, 4], &[12, 4, 1], &[12, 4, 1]),
+            vec![(24, 1, 1)]
+        );
+        // A join on the last axis: rows of 4 from rows of 4 into rows of 7.
+        assert_eq!(
+            merge_dimensions(&[1, 2, 4], &[8, 4, 1], &[14, 7, 1]),
+            vec![(2, 4, 7), (4, 1, 1)]
+        );
+        assert_eq!(merge_dimensions(&[1, 1], &[5, 1], &[5, 1]), vec![(1, 1, 1)]);
+        // Reversed source: no merge across the sign change.
+        assert_eq!(
+            merge_dimensions(&[2, 3], &[3, -1], &[3, 1]),
+            vec![(2, 3, 3), (3, -1, 1)]
+        );
     }
 }

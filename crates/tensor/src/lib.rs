@@ -13,7 +13,7 @@ mod random;
 mod values;
 
 pub use backend::{Backend, CompileError, CompiledOperator, OutputBinding, Rejected};
-pub use copy_plan::{OutputPieces, Piece, copy_plan};
+pub use copy_plan::{OutputPieces, Piece, copy_plan, merge_dimensions};
 pub use data_type::DataType;
 pub use desc::{Coordinates, TensorDesc, calc_buffer_tensor_size};
 pub use feature_level::FeatureLevel;
