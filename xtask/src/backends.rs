@@ -23,6 +23,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "WGSL compute kernels on a wgpu adapter (--adapter TEXT or DMLCTS_WGPU_ADAPTER picks one)",
     ),
     (
+        "directml",
+        "real DirectML 1.12.1; on Linux under Wine on Mesa 25 lavapipe (set up on demand)",
+    ),
+    (
         "cpu-process",
         "the CPU backend out of process, through its protocol server (built on demand)",
     ),
@@ -148,6 +152,22 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
                 return Err(format!("DMLCTS_REQUIRE_WGPU_ADAPTER is set and {reason}"));
             }
             return Ok(Box::new(backend));
+        }
+        "directml" => {
+            let script = crate::directml::setup()?;
+            let mut request = request.clone();
+            if request.process_timeout.is_none() {
+                // Wine and first-seen shaders are slow; a hang is still caught.
+                request.process_timeout = Some(Duration::from_secs(60));
+            }
+            let command = script.display().to_string();
+            return process(
+                &command,
+                "directml",
+                &request,
+                None,
+                Some(Duration::from_secs(300)),
+            );
         }
         "cpu-process" => {
             let server = cpu_server()?;

@@ -2,6 +2,7 @@
 
 mod backends;
 mod bench;
+mod directml;
 mod fuzz;
 
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ commands:
   gen-cases     regenerate the generated part of cases/ from specs/
   bench         CPU backend throughput against memcpy, ndarray and the oracle
   fuzz          random valid and near-miss cases; the first failure is shrunk and saved
+  directml      `directml setup`: prepare real DirectML under Wine (Linux)
   backends      list the backends this build knows
 ";
 
@@ -36,6 +38,7 @@ fn main() -> ExitCode {
         "gen-cases" => gen_cases(),
         "bench" => bench::bench_main(rest),
         "fuzz" => fuzz::fuzz_main(rest, &repository_root()),
+        "directml" => directml::directml_main(rest),
         "backends" => {
             for (name, about) in backends::known(None) {
                 println!("{name:16} {about}");

@@ -110,3 +110,43 @@ fn written_cases_load_back_identically() {
         }
     }
 }
+
+#[test]
+fn cases_named_in_the_directml_records_exist() {
+    let names: std::collections::HashSet<String> = Corpus::embedded()
+        .cases
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    let mut named = Vec::new();
+    for file in ["specs/directml.yaml", "expectations/directml.yaml"] {
+        let text = std::fs::read_to_string(repository().join(file)).expect(file);
+        let value: serde_yaml::Value = serde_yaml::from_str(&text).expect(file);
+        collect_case_names(&value, &mut named);
+    }
+    assert!(named.len() > 10, "{named:?}");
+    let missing: Vec<&String> = named.iter().filter(|n| !names.contains(*n)).collect();
+    assert!(
+        missing.is_empty(),
+        "named but not in the corpus: {missing:?}"
+    );
+}
+
+/// Every string under a `case:` or `cases:` key.
+fn collect_case_names(value: &serde_yaml::Value, out: &mut Vec<String>) {
+    match value {
+        serde_yaml::Value::Mapping(map) => {
+            for (key, item) in map {
+                match (key.as_str(), item) {
+                    (Some("case"), serde_yaml::Value::String(s)) => out.push(s.clone()),
+                    (Some("cases"), serde_yaml::Value::Sequence(items)) => {
+                        out.extend(items.iter().filter_map(|i| i.as_str().map(str::to_string)));
+                    }
+                    _ => collect_case_names(item, out),
+                }
+            }
+        }
+        serde_yaml::Value::Sequence(items) => items.iter().for_each(|i| collect_case_names(i, out)),
+        _ => {}
+    }
+}
