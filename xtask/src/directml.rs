@@ -137,10 +137,7 @@ fn rust_target() -> Result<(), String> {
 
 /// The Debian mirror the machine already uses.
 fn debian_mirror() -> String {
-    let mut texts = Vec::new();
-    for file in ["/etc/apt/sources.list"] {
-        texts.push(std::fs::read_to_string(file).unwrap_or_default());
-    }
+    let mut texts = vec![std::fs::read_to_string("/etc/apt/sources.list").unwrap_or_default()];
     if let Ok(entries) = std::fs::read_dir("/etc/apt/sources.list.d") {
         for entry in entries.flatten() {
             let path = entry.path();
