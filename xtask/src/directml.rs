@@ -405,7 +405,9 @@ pub fn setup() -> Result<PathBuf, String> {
         format!(
             "#!/bin/sh\n# Written by `cargo xtask directml setup`: real DirectML under Wine, on Mesa 25 lavapipe.\n\
              export WINEPREFIX='{}' WINEDEBUG=-all WINEDLLOVERRIDES='mscoree,mshtml='\n\
-             export VK_ICD_FILENAMES='{}' LD_LIBRARY_PATH='{}'\n\
+             # DMLCTS_VK_ICD swaps the Vulkan driver (CI points it at Debian 12's Mesa 22 to see the\n\
+             # self-test refuse a broken stack).\n\
+             export VK_ICD_FILENAMES=\"${{DMLCTS_VK_ICD:-{}}}\" LD_LIBRARY_PATH='{}'\n\
              export XDG_RUNTIME_DIR=\"${{XDG_RUNTIME_DIR:-$(mktemp -d)}}\"\n\
              cd '{}'\n\
              exec xvfb-run -a -s '-screen 0 640x480x24 -nolisten tcp' wine dmlcts-directml-server.exe \"$@\"\n",
