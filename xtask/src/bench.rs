@@ -148,6 +148,19 @@ fn descriptor(workload: Workload, data_type: DataType) -> OperatorDesc {
     }
 }
 
+/// Random bit patterns for every input of `op`.
+fn random_inputs(op: &OperatorDesc, data_type: DataType) -> Vec<Vec<u8>> {
+    op.inputs()
+        .iter()
+        .enumerate()
+        .map(|(i, (_, d))| {
+            let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
+            fill_random_bits(data_type, &mut bytes, i as u64);
+            bytes
+        })
+        .collect()
+}
+
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -387,16 +400,7 @@ fn measure(
     options: &Options,
 ) -> Row {
     let op = descriptor(workload, data_type);
-    let inputs: Vec<Vec<u8>> = op
-        .inputs()
-        .iter()
-        .enumerate()
-        .map(|(i, (_, d))| {
-            let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
-            fill_random_bits(data_type, &mut bytes, i as u64);
-            bytes
-        })
-        .collect();
+    let inputs = random_inputs(&op, data_type);
     let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
     let mut outputs: Vec<Vec<u8>> = op
         .outputs()
@@ -418,14 +422,7 @@ fn measure(
     let mut cpu = || {
         let mut bindings: Vec<OutputBinding<'_>> = outputs
             .iter_mut()
-            .map(|b| {
-                let size = b.len();
-                OutputBinding {
-                    buffer: b,
-                    offset: 0,
-                    size,
-                }
-            })
+            .map(|b| OutputBinding::whole(b))
             .collect();
         compiled
             .execute(&input_refs, &mut bindings)
@@ -520,16 +517,7 @@ fn bench_wgpu(options: &Options) -> i32 {
                 continue;
             }
             let op = descriptor(workload, data_type);
-            let inputs: Vec<Vec<u8>> = op
-                .inputs()
-                .iter()
-                .enumerate()
-                .map(|(i, (_, d))| {
-                    let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
-                    fill_random_bits(data_type, &mut bytes, i as u64);
-                    bytes
-                })
-                .collect();
+            let inputs = random_inputs(&op, data_type);
             let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
             let written: u64 = op
                 .outputs()

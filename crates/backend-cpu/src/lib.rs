@@ -109,10 +109,7 @@ impl Backend for CpuBackend {
     }
 
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
-        dmlcts_oracle::validate(op, self.level).map_err(|v| Rejected {
-            rule: Some(v.rule),
-            message: v.message,
-        })?;
+        dmlcts_oracle::validate(op, self.level).map_err(Rejected::from)?;
         let element_size = op.outputs()[0].1.data_type.element_size();
         Ok(Box::new(CompiledCpu {
             outputs: plan::plan(op),

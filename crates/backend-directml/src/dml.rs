@@ -480,6 +480,14 @@ fn binding(resource: &ID3D12Resource, offset: u64, size: u64) -> DML_BUFFER_BIND
     }
 }
 
+/// The DML_BINDING_DESC of a buffer binding (valid while the binding is).
+fn describe(binding: &DML_BUFFER_BINDING) -> DML_BINDING_DESC {
+    DML_BINDING_DESC {
+        Type: DML_BINDING_TYPE_BUFFER,
+        Desc: binding as *const _ as *const c_void,
+    }
+}
+
 fn release_bindings(bindings: Vec<DML_BUFFER_BINDING>) {
     for mut b in bindings {
         // SAFETY: each binding was made by `binding`, which cloned a reference into Buffer.
@@ -592,10 +600,6 @@ impl CompiledOperator for CompiledDml<'_> {
             .zip(outputs.iter())
             .map(|((r, _, _), o)| binding(r, o.offset as u64, o.size as u64))
             .collect();
-        let describe = |b: &DML_BUFFER_BINDING| DML_BINDING_DESC {
-            Type: DML_BINDING_TYPE_BUFFER,
-            Desc: b as *const _ as *const c_void,
-        };
         let input_descs: Vec<DML_BINDING_DESC> = input_bindings.iter().map(describe).collect();
         let output_descs: Vec<DML_BINDING_DESC> = output_bindings.iter().map(describe).collect();
         let temporary_binding = temporary.as_ref().map(|t| binding(t, 0, self.temporary));
@@ -850,10 +854,6 @@ impl DirectMlBackend {
         let table = device.binding_table(&dispatchable, descriptors)?;
         let temporary_binding = temporary.as_ref().map(|t| binding(t, 0, temporary_size));
         let persistent_binding = persistent.as_ref().map(|(p, n)| binding(p, 0, *n));
-        let describe = |b: &DML_BUFFER_BINDING| DML_BINDING_DESC {
-            Type: DML_BINDING_TYPE_BUFFER,
-            Desc: b as *const _ as *const c_void,
-        };
         // SAFETY: the bindings and resources live until the submission has completed.
         let result = unsafe {
             if let Some(t) = &temporary_binding {

@@ -568,10 +568,7 @@ impl Backend for WgpuBackend {
             .gpu
             .as_ref()
             .map_err(|e| CompileError::Failed(e.clone()))?;
-        dmlcts_oracle::validate(op, self.level).map_err(|v| Rejected {
-            rule: Some(v.rule),
-            message: v.message,
-        })?;
+        dmlcts_oracle::validate(op, self.level).map_err(Rejected::from)?;
         let limit = gpu.limit_bytes();
         let largest = op
             .inputs()

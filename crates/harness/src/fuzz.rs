@@ -110,14 +110,7 @@ fn run_plain(
         .collect();
     let mut bindings: Vec<OutputBinding<'_>> = outputs
         .iter_mut()
-        .map(|b| {
-            let size = b.len();
-            OutputBinding {
-                buffer: b,
-                offset: 0,
-                size,
-            }
-        })
+        .map(|b| OutputBinding::whole(b))
         .collect();
     compiled.execute(inputs, &mut bindings)?;
     Ok(outputs)

@@ -72,10 +72,7 @@ impl Backend for OracleBackend {
     }
 
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
-        validate(op, self.level).map_err(|v| Rejected {
-            rule: Some(v.rule),
-            message: v.message,
-        })?;
+        validate(op, self.level).map_err(Rejected::from)?;
         Ok(Box::new(CompiledByOracle(op.clone())))
     }
 }

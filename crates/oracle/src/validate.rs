@@ -40,6 +40,15 @@ impl fmt::Display for Violation {
 
 impl std::error::Error for Violation {}
 
+impl From<Violation> for dmlcts_tensor::Rejected {
+    fn from(violation: Violation) -> dmlcts_tensor::Rejected {
+        dmlcts_tensor::Rejected {
+            rule: Some(violation.rule),
+            message: violation.message,
+        }
+    }
+}
+
 /// Largest element count an output layout that is not simply nested is enumerated for, to
 /// prove its addresses distinct (see `check_output_addresses_distinct`).
 const MAX_ENUMERATED_OUTPUT_ELEMENTS: u128 = 1 << 20;

@@ -72,14 +72,7 @@ impl<'a> Server<'a> {
                         let mut outputs: Vec<Vec<u8>> = outputs.to_vec();
                         let mut bindings: Vec<OutputBinding<'_>> = outputs
                             .iter_mut()
-                            .map(|b| {
-                                let size = b.len();
-                                OutputBinding {
-                                    buffer: b,
-                                    offset: 0,
-                                    size,
-                                }
-                            })
+                            .map(|b| OutputBinding::whole(b))
                             .collect();
                         match operator.execute(&input_refs, &mut bindings) {
                             Ok(()) => {

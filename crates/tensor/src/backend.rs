@@ -61,7 +61,17 @@ pub struct OutputBinding<'a> {
     pub size: usize,
 }
 
-impl OutputBinding<'_> {
+impl<'a> OutputBinding<'a> {
+    /// A binding of a whole buffer (no guard bands): for callers outside the harness.
+    pub fn whole(buffer: &'a mut [u8]) -> OutputBinding<'a> {
+        let size = buffer.len();
+        OutputBinding {
+            buffer,
+            offset: 0,
+            size,
+        }
+    }
+
     /// The bytes the backend may write.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.buffer[self.offset..self.offset + self.size]
