@@ -616,3 +616,36 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod limits {
+    use super::*;
+    use dmlcts_tensor::{JoinDesc, TensorDesc};
+
+    #[test]
+    fn a_case_larger_than_the_adapter_allows_is_unsupported_not_failed() {
+        let backend = WgpuBackend::new(WgpuOptions::default());
+        if let Some(reason) = backend.unavailable_reason() {
+            // Without an adapter there are no limits to test; CI has one (lavapipe).
+            assert!(
+                std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_none(),
+                "{reason}"
+            );
+            return;
+        }
+        // Valid: 2^30 FLOAT32 elements declare a 4 GiB output, past any storage binding.
+        let part = TensorDesc::packed(DataType::Float32, &[1 << 29]);
+        let op = OperatorDesc::Join(JoinDesc {
+            input_tensors: vec![part.clone(), part],
+            output_tensor: TensorDesc::packed(DataType::Float32, &[1 << 30]),
+            axis: 0,
+        });
+        match backend.compile(&op) {
+            Err(CompileError::Unsupported(reason)) => {
+                assert!(reason.contains("storage binding limit"), "{reason}")
+            }
+            Err(other) => panic!("expected unsupported, got {other}"),
+            Ok(_) => panic!("expected unsupported, got accepted"),
+        }
+    }
+}
