@@ -312,7 +312,16 @@ pub fn fuzz(
 /// Re-checks the minimal case and writes the case that shows the failure.
 fn save_failure(backend: &dyn Backend, options: &FuzzOptions, minimal: Case) -> FuzzFailure {
     let (report, mut case) = match check_case(backend, &minimal) {
-        Err(failure) => (failure.report, *failure.case),
+        // The in-memory case has no file to replay; the saved file's replay is given instead.
+        Err(failure) => (
+            failure
+                .report
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("replay:"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            *failure.case,
+        ),
         Ok(()) => (
             "the shrunk case passed when re-checked (a nondeterministic backend?)".to_string(),
             minimal,
