@@ -170,6 +170,15 @@ fn gbps(bytes: usize, time: Duration) -> f64 {
     bytes as f64 / time.as_secs_f64() / 1e9
 }
 
+/// The axis a Join or Split works on, and the shape of each of its 4 parts.
+fn quarters(workload: Workload, rows: usize, cols: usize) -> (usize, (usize, usize)) {
+    if matches!(workload, Workload::JoinAxis0 | Workload::SplitAxis0) {
+        (0, (rows / 4, cols))
+    } else {
+        (1, (rows, cols / 4))
+    }
+}
+
 /// ndarray doing the same work on element type T, as a closure that owns its arrays.
 /// `allocating`: the APIs that return new arrays (concatenate, split_at + to_owned, slicing +
 /// to_owned); otherwise `assign` into arrays allocated once.
@@ -183,16 +192,7 @@ fn ndarray_work<T: Copy + From<u8> + 'static>(
     let whole: Array2<T> = Array2::from_elem((rows, cols), T::from(1));
     match workload {
         Workload::JoinLastAxis | Workload::JoinAxis0 => {
-            let axis = if matches!(workload, Workload::JoinAxis0) {
-                0
-            } else {
-                1
-            };
-            let part_shape = if axis == 0 {
-                (rows / 4, cols)
-            } else {
-                (rows, cols / 4)
-            };
+            let (axis, part_shape) = quarters(workload, rows, cols);
             let parts: Vec<Array2<T>> = (0..4)
                 .map(|_| Array2::from_elem(part_shape, T::from(1)))
                 .collect();
@@ -217,16 +217,7 @@ fn ndarray_work<T: Copy + From<u8> + 'static>(
             })
         }
         Workload::SplitLastAxis | Workload::SplitAxis0 => {
-            let axis = if matches!(workload, Workload::SplitAxis0) {
-                0
-            } else {
-                1
-            };
-            let part_shape = if axis == 0 {
-                (rows / 4, cols)
-            } else {
-                (rows, cols / 4)
-            };
+            let (axis, part_shape) = quarters(workload, rows, cols);
             let mut outs: Vec<Array2<T>> = (0..4)
                 .map(|_| Array2::from_elem(part_shape, T::from(2)))
                 .collect();

@@ -349,6 +349,23 @@ impl DirectMlBackend {
     }
 }
 
+/// IDMLDevice::CheckFeatureSupport for one query struct and its answer struct.
+fn check_feature<Q, D: Default>(dml: &IDMLDevice, feature: DML_FEATURE, query: &Q) -> Option<D> {
+    let mut data = D::default();
+    // SAFETY: Q and D are the documented query and data structs for `feature`; both live
+    // across the call, and the sizes passed are theirs.
+    let result = unsafe {
+        dml.CheckFeatureSupport(
+            feature,
+            size_of::<Q>() as u32,
+            Some(query as *const Q as *const c_void),
+            size_of::<D>() as u32,
+            &mut data as *mut D as *mut c_void,
+        )
+    };
+    result.ok().map(|()| data)
+}
+
 fn max_feature_level(dml: &IDMLDevice) -> FeatureLevel {
     let levels: Vec<DML_FEATURE_LEVEL> = FeatureLevel::ALL
         .iter()
@@ -358,41 +375,21 @@ fn max_feature_level(dml: &IDMLDevice) -> FeatureLevel {
         RequestedFeatureLevelCount: levels.len() as u32,
         RequestedFeatureLevels: levels.as_ptr(),
     };
-    let mut data = DML_FEATURE_DATA_FEATURE_LEVELS::default();
-    // SAFETY: query and data are the documented structs for DML_FEATURE_FEATURE_LEVELS and
-    // live across the call; the levels array outlives it.
-    let result = unsafe {
-        dml.CheckFeatureSupport(
-            DML_FEATURE_FEATURE_LEVELS,
-            size_of_val(&query) as u32,
-            Some(&query as *const _ as *const c_void),
-            size_of_val(&data) as u32,
-            &mut data as *mut _ as *mut c_void,
-        )
-    };
-    match result {
-        Ok(()) => FeatureLevel::from_value(data.MaxSupportedFeatureLevel.0 as u16)
-            .unwrap_or(FeatureLevel::L1_0),
-        Err(_) => FeatureLevel::L1_0,
-    }
+    check_feature::<_, DML_FEATURE_DATA_FEATURE_LEVELS>(dml, DML_FEATURE_FEATURE_LEVELS, &query)
+        .and_then(|data| FeatureLevel::from_value(data.MaxSupportedFeatureLevel.0 as u16))
+        .unwrap_or(FeatureLevel::L1_0)
 }
 
 fn supports(dml: &IDMLDevice, data_type: DataType) -> bool {
     let query = DML_FEATURE_QUERY_TENSOR_DATA_TYPE_SUPPORT {
         DataType: DML_TENSOR_DATA_TYPE(data_type as i32),
     };
-    let mut data = DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT::default();
-    // SAFETY: as in max_feature_level, for DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT.
-    let result = unsafe {
-        dml.CheckFeatureSupport(
-            DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT,
-            size_of_val(&query) as u32,
-            Some(&query as *const _ as *const c_void),
-            size_of_val(&data) as u32,
-            &mut data as *mut _ as *mut c_void,
-        )
-    };
-    result.is_ok() && data.IsSupported.as_bool()
+    check_feature::<_, DML_FEATURE_DATA_TENSOR_DATA_TYPE_SUPPORT>(
+        dml,
+        DML_FEATURE_TENSOR_DATA_TYPE_SUPPORT,
+        &query,
+    )
+    .is_some_and(|data| data.IsSupported.as_bool())
 }
 
 /// A tensor description with the storage its pointers point into.

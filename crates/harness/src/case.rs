@@ -45,6 +45,12 @@ pub enum Expectation {
 }
 
 impl Case {
+    /// The same case with its inputs given as buffers.
+    pub fn with_inputs(mut self, inputs: Vec<Vec<u8>>) -> Case {
+        self.inputs = inputs.into_iter().map(TensorData::Bytes).collect();
+        self
+    }
+
     /// Whether the stored rejection comes from a feature-level table (and so holds only at
     /// this case's level).
     pub fn rejection_depends_on_level(&self) -> bool {
@@ -117,10 +123,7 @@ impl Corpus {
 
     /// Loads a file, or every `.yaml`/`.yml` file under a folder.
     pub fn load_path(path: &Path) -> Corpus {
-        let mut corpus = Corpus::default();
-        corpus.add_path(path);
-        corpus.check_unique_names();
-        corpus
+        Corpus::load_paths(&[path])
     }
 
     /// Loads several paths into one corpus (names must be unique across all of them).

@@ -4,7 +4,7 @@
 //! proptest and saved as a corpus case that replays with `cargo xtask conformance --cases`.
 
 use crate::case::{Case, Expectation, cases_to_yaml};
-use crate::data::{TensorData, logical_elements, seed_from_name};
+use crate::data::{logical_elements, seed_from_name};
 use crate::runner::{RunOptions, Status, run_case};
 use crate::strategies::{near_miss_case, valid_case};
 use dmlcts_oracle::execute as oracle_execute;
@@ -244,14 +244,6 @@ fn reversing_twice_is_identity(backend: &dyn Backend, case: &Case) -> Result<(),
         derived,
         "reversing twice did not give back the input".to_string(),
     ))
-}
-
-impl Case {
-    /// The same case with its inputs given as buffers.
-    pub fn with_inputs(mut self, inputs: Vec<Vec<u8>>) -> Case {
-        self.inputs = inputs.into_iter().map(TensorData::Bytes).collect();
-        self
-    }
 }
 
 /// Runs the fuzzer. `progress(cases_so_far, elapsed)` is called about once a second.
