@@ -13,11 +13,15 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use windows::Win32::AI::MachineLearning::DirectML::*;
 use windows::Win32::Foundation::E_INVALIDARG;
+use windows::Win32::Foundation::HMODULE;
 use windows::Win32::Graphics::Direct3D::D3D_FEATURE_LEVEL_11_0;
 use windows::Win32::Graphics::Direct3D12::*;
 use windows::Win32::Graphics::Dxgi::Common::{DXGI_FORMAT_UNKNOWN, DXGI_SAMPLE_DESC};
 use windows::Win32::Graphics::Dxgi::{CreateDXGIFactory1, IDXGIFactory4};
-use windows::Win32::System::LibraryLoader::{GetProcAddress, LoadLibraryW};
+use windows::Win32::Storage::FileSystem::{
+    GetFileVersionInfoSizeW, GetFileVersionInfoW, VS_FIXEDFILEINFO, VerQueryValueW,
+};
+use windows::Win32::System::LibraryLoader::{GetModuleFileNameW, GetProcAddress, LoadLibraryW};
 use windows::core::{GUID, HRESULT, IUnknown, Interface, PCSTR, PCWSTR};
 
 /// Descriptors in the one shader-visible heap; every binding table starts at its beginning.
@@ -262,6 +266,7 @@ impl DirectMlBackend {
             let dml = IDMLDevice::from_raw(raw);
 
             let level = max_feature_level(&dml);
+            let version = file_version(module)?;
             let data_types = DataType::ALL
                 .into_iter()
                 .filter(|&dt| supports(&dml, dt))
@@ -290,8 +295,7 @@ impl DirectMlBackend {
                     recorder,
                 }),
                 description: format!(
-                    "DirectML.dll (pinned {}) on {adapter_name}, DML feature level {level}",
-                    crate::PINNED_DIRECTML
+                    "DirectML.dll version {version} on {adapter_name}, DML feature level {level}"
                 ),
                 level,
                 data_types,
@@ -347,6 +351,61 @@ impl DirectMlBackend {
         }
         Ok(())
     }
+}
+
+/// The file version in the version resource of a loaded module (DirectML.dll), as
+/// `major.minor.build.revision`: the DLL that really loaded, whatever was asked for.
+fn file_version(module: HMODULE) -> Result<String, String> {
+    let mut path = vec![0u16; 32 * 1024];
+    // SAFETY: `path` is a writable buffer of the length passed; `module` is a loaded module.
+    let length = unsafe { GetModuleFileNameW(Some(module), &mut path) } as usize;
+    if length == 0 || length >= path.len() {
+        return Err("GetModuleFileNameW(DirectML.dll) failed".to_string());
+    }
+    path.truncate(length);
+    let name = String::from_utf16_lossy(&path);
+    path.push(0);
+    let file = PCWSTR(path.as_ptr());
+    // SAFETY: `file` is a NUL-terminated path that lives across the call.
+    let size = unsafe { GetFileVersionInfoSizeW(file, None) };
+    if size == 0 {
+        return Err(format!("{name} has no version resource"));
+    }
+    let mut block = vec![0u8; size as usize];
+    // SAFETY: `block` is writable and `size` bytes long, as GetFileVersionInfoSizeW asked.
+    unsafe { GetFileVersionInfoW(file, None, size, block.as_mut_ptr().cast()) }
+        .map_err(|e| format!("GetFileVersionInfoW({name}): {}", hresult_text(&e)))?;
+    let mut info: *mut c_void = std::ptr::null_mut();
+    let mut info_length = 0u32;
+    // SAFETY: `block` holds the version resource just read and outlives `info`, which
+    // VerQueryValueW points into it; the root query `\` names VS_FIXEDFILEINFO.
+    let found = unsafe {
+        VerQueryValueW(
+            block.as_ptr().cast(),
+            windows::core::w!("\\"),
+            &mut info,
+            &mut info_length,
+        )
+    };
+    if !found.as_bool() || info.is_null() || (info_length as usize) < size_of::<VS_FIXEDFILEINFO>()
+    {
+        return Err(format!(
+            "{name}: the version resource has no VS_FIXEDFILEINFO"
+        ));
+    }
+    // SAFETY: VerQueryValueW returned a pointer into `block` to at least
+    // size_of::<VS_FIXEDFILEINFO>() bytes; read_unaligned makes no alignment assumption.
+    let fixed = unsafe { std::ptr::read_unaligned(info as *const VS_FIXEDFILEINFO) };
+    if fixed.dwSignature != 0xFEEF_04BD {
+        return Err(format!("{name}: VS_FIXEDFILEINFO has a bad signature"));
+    }
+    Ok(format!(
+        "{}.{}.{}.{}",
+        fixed.dwFileVersionMS >> 16,
+        fixed.dwFileVersionMS & 0xFFFF,
+        fixed.dwFileVersionLS >> 16,
+        fixed.dwFileVersionLS & 0xFFFF
+    ))
 }
 
 /// IDMLDevice::CheckFeatureSupport for one query struct and its answer struct.

@@ -9,6 +9,3 @@ mod dml;
 
 #[cfg(windows)]
 pub use dml::DirectMlBackend;
-
-/// DirectML version this project pins (onnxruntime-directml 1.16.3's DirectML.dll).
-pub const PINNED_DIRECTML: &str = "1.12.1";

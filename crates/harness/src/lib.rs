@@ -11,6 +11,7 @@ mod libtest;
 pub mod report;
 mod runner;
 pub mod strategies;
+pub mod versions;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use libtest::{corpus_trials, libtest_main};
