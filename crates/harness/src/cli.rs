@@ -3,7 +3,7 @@
 
 use crate::case::{Case, Corpus};
 use crate::report::{Expectations, RunInfo, Summary, json_report, junit_report, load_error_result};
-use crate::runner::{CaseResult, RunOptions, Status, run_case};
+use crate::runner::{CaseResult, RunOptions, SkipCheck, Status, run_case};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -220,8 +220,11 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
         println!("{}", result.failure_report());
     }
     let mut progress = Progress::new(cases.len());
+    let mut skip_check = SkipCheck::default();
     for case in &cases {
         let result = run_case(backend.as_ref(), case, &options);
+        let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
+        skip_check.record(backend.as_ref(), case, &options, skipped);
         if result.status == Status::Failed {
             progress.clear();
             println!("{}", result.failure_report());
@@ -262,6 +265,10 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
     }
     println!("ran in {:.3} s", elapsed.as_secs_f64());
     let mut status = if summary.failed == 0 { 0 } else { 1 };
+    if let Some(failure) = skip_check.failure(&info.backend) {
+        println!("error: {failure}");
+        status = 1;
+    }
     for (path, text) in [
         (
             &args.json,

@@ -14,7 +14,7 @@ pub mod strategies;
 pub mod versions;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
-pub use libtest::{corpus_trials, libtest_main};
+pub use libtest::{corpus_trials, libtest_main, libtest_run};
 pub use runner::{
-    CaseResult, RunOptions, Status, replay_command, run_case, run_cases, skip_reason,
+    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, skip_reason,
 };

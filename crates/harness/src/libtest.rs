@@ -11,7 +11,7 @@
 
 use crate::case::Corpus;
 use crate::report::load_error_result;
-use crate::runner::{RunOptions, Status, run_case, skip_reason};
+use crate::runner::{RunOptions, SkipCheck, Status, run_case, skip_reason};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::collections::HashMap;
@@ -26,12 +26,43 @@ use std::sync::Arc;
 /// that level, exactly as `cargo xtask conformance` would.
 pub fn libtest_main(make_backend: impl Fn(FeatureLevel) -> Box<dyn Backend>) -> ! {
     let args = Arguments::from_args();
-    let trials = corpus_trials(&make_backend);
-    libtest_mimic::run(&args, trials).exit()
+    match libtest_run(&args, &make_backend) {
+        Ok(()) => std::process::exit(0),
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::exit(101)
+        }
+    }
+}
+
+/// Runs the corpus as libtest tests, as `libtest_main` does with `args`. An error when a test
+/// failed, and when the backend is available but skipped every selected case within its
+/// level (e.g. it claims no data type): a run that tests nothing must not pass.
+pub fn libtest_run(
+    args: &Arguments,
+    make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
+) -> Result<(), String> {
+    let (trials, check, backend_name) = trials_and_skip_check(make_backend, args);
+    let conclusion = libtest_mimic::run(args, trials);
+    if conclusion.has_failed() {
+        return Err(format!("{} test(s) failed", conclusion.num_failed));
+    }
+    match check.failure(&backend_name) {
+        Some(failure) if !args.list => Err(failure),
+        _ => Ok(()),
+    }
 }
 
 /// The trials `libtest_main` runs (exposed for tests of the glue itself).
 pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) -> Vec<Trial> {
+    trials_and_skip_check(make_backend, &Arguments::default()).0
+}
+
+/// The trials, and what the backend skips among those `args` selects.
+fn trials_and_skip_check(
+    make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
+    args: &Arguments,
+) -> (Vec<Trial>, SkipCheck, String) {
     let mut corpus = Corpus::embedded();
     if let Some(extra) = std::env::var_os("DMLCTS_CASES") {
         let paths: Vec<_> = std::env::split_paths(&extra).collect();
@@ -41,6 +72,8 @@ pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) ->
     }
     let mut backends: HashMap<FeatureLevel, Arc<dyn Backend>> = HashMap::new();
     let mut trials = Vec::new();
+    let mut check = SkipCheck::default();
+    let mut backend_name = String::new();
     for error in &corpus.errors {
         let result = load_error_result(error);
         let report = result.failure_report();
@@ -61,23 +94,34 @@ pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) ->
         };
         let kind = case.op.kind().name();
         let name = case.name.clone();
-        let ignored = skip_reason(backend.as_ref(), &case, &options).is_some();
-        let trial = Trial::test(name, move || {
-            let result = run_case(backend.as_ref(), &case, &options);
-            match result.status {
-                Status::Passed | Status::ExpectedFailure => Ok(()),
-                Status::Failed => Err(Failed::from(result.failure_report())),
-                // libtest cannot mark a running test ignored; a skip it could not foresee
-                // must not read as a pass.
-                Status::Skipped => Err(Failed::from(format!(
-                    "skipped at run time: {}",
-                    result.reason
-                ))),
+        let skip = skip_reason(backend.as_ref(), &case, &options);
+        let recorded = (case.clone(), options.clone(), skip.clone());
+        let trial = Trial::test(name, {
+            let backend = backend.clone();
+            move || {
+                let result = run_case(backend.as_ref(), &case, &options);
+                match result.status {
+                    Status::Passed | Status::ExpectedFailure => Ok(()),
+                    Status::Failed => Err(Failed::from(result.failure_report())),
+                    // libtest cannot mark a running test ignored; a skip it could not foresee
+                    // must not read as a pass.
+                    Status::Skipped => Err(Failed::from(format!(
+                        "skipped at run time: {}",
+                        result.reason
+                    ))),
+                }
             }
         })
         .with_kind(kind)
-        .with_ignored_flag(ignored);
+        .with_ignored_flag(skip.is_some());
+        if !args.is_filtered_out(&trial) {
+            let (case, options, skip) = recorded;
+            check.record(backend.as_ref(), &case, &options, skip.as_deref());
+            if backend_name.is_empty() {
+                backend_name = backend.name();
+            }
+        }
         trials.push(trial);
     }
-    trials
+    (trials, check, backend_name)
 }

@@ -12,6 +12,7 @@ use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buf
 use crate::data::logical_elements;
 use dmlcts_oracle::{OracleOutput, execute, validate};
 use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -387,6 +388,13 @@ pub fn skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> 
     {
         return Some(format!("backend {} does not claim {dt}", backend.name()));
     }
+    level_skip_reason(backend, case, options)
+}
+
+/// Why a case lies outside the level this run is at, if it does. This is the run's choice,
+/// not the backend's: every other skip (unavailable, a data type not claimed, unsupported)
+/// is the backend's own.
+fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Option<String> {
     let level = options
         .feature_level
         .unwrap_or_else(|| backend.feature_level());
@@ -404,6 +412,53 @@ pub fn skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> 
         ));
     }
     None
+}
+
+/// Tallies what an available backend did with the cases within the running level, so that
+/// a run in which it skipped every one of them fails instead of passing on nothing (a
+/// backend whose `data_types()` is empty, or that calls everything unsupported). Cases
+/// outside the level, an unavailable backend and a run that selected no case do not count.
+#[derive(Debug, Default)]
+pub struct SkipCheck {
+    ran: usize,
+    skipped: BTreeMap<String, usize>,
+}
+
+impl SkipCheck {
+    /// Records one selected case: `skipped` is its skip reason, if it was skipped.
+    pub fn record(
+        &mut self,
+        backend: &dyn Backend,
+        case: &Case,
+        options: &RunOptions,
+        skipped: Option<&str>,
+    ) {
+        if backend.unavailable_reason().is_some()
+            || level_skip_reason(backend, case, options).is_some()
+        {
+            return;
+        }
+        match skipped {
+            None => self.ran += 1,
+            Some(reason) => *self.skipped.entry(reason.to_string()).or_default() += 1,
+        }
+    }
+
+    /// The run's failure, when the backend skipped every case it could have run.
+    pub fn failure(&self, backend_name: &str) -> Option<String> {
+        if self.ran > 0 {
+            return None;
+        }
+        let total: usize = self.skipped.values().sum();
+        let (reason, count) = self
+            .skipped
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))?;
+        Some(format!(
+            "backend {backend_name} is available but skipped all {total} cases it could run \
+             ({count} of them: {reason}); a run that tests nothing fails"
+        ))
+    }
 }
 
 fn same_table_row(case: &Case, a: FeatureLevel, b: FeatureLevel) -> bool {

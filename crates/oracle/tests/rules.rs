@@ -356,3 +356,94 @@ fn broadcast_zero_strides_are_fine_on_inputs() {
         Ok(())
     );
 }
+
+/// A Join of two halves along axis 0 into `output` (whose sizes must be even on axis 0).
+fn join_into(output: TensorDesc) -> OperatorDesc {
+    let mut half = output.sizes.clone();
+    half[0] /= 2;
+    let part = typed(output.data_type, &half);
+    OperatorDesc::Join(JoinDesc {
+        input_tensors: vec![part.clone(), part],
+        output_tensor: output,
+        axis: 0,
+    })
+}
+
+#[test]
+fn packed_outputs_at_and_above_two_to_the_20_elements_are_valid() {
+    // Packed layouts are nested: no listing of addresses, whatever the size.
+    for elements in [1u32 << 20, (1 << 20) + 2, 1 << 26] {
+        let op = join_into(typed(DataType::Uint8, &[2, elements / 2]));
+        assert_eq!(validate(&op, FeatureLevel::L4_1), Ok(()), "{elements}");
+    }
+    let padded = TensorDesc::strided(DataType::Uint8, &[2, 1 << 20], Some(&[(1 << 20) + 64, 1]));
+    assert_eq!(validate(&join_into(padded), FeatureLevel::L4_1), Ok(()));
+}
+
+#[test]
+fn interleaved_outputs_are_listed_up_to_two_to_the_20_elements_and_rejected_above() {
+    // Strides {2, 3}: addresses 2a + 3b with b < 2 never meet (parity), but 3 is within the
+    // reach of the stride-2 dimension, so the layout is not nested.
+    let interleaved = |rows: u32| {
+        join_into(TensorDesc::strided(
+            DataType::Uint8,
+            &[rows, 2],
+            Some(&[2, 3]),
+        ))
+    };
+    assert_eq!(validate(&interleaved(1 << 19), FeatureLevel::L4_1), Ok(()));
+    let v = validate(&interleaved((1 << 19) + 2), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(v.rule, "tensor.output_addresses_distinct");
+    assert_eq!(
+        v.message,
+        "OutputTensor.Strides [2, 3] interleave dimensions and the tensor has more than \
+         1048576 elements, so the oracle cannot show its addresses distinct"
+    );
+}
+
+#[test]
+fn a_zero_stride_on_a_size_1_output_dimension_is_valid() {
+    let output = TensorDesc::strided(DataType::Float32, &[2, 1, 3], Some(&[3, 0, 1]));
+    assert_eq!(validate(&join_into(output), FeatureLevel::L4_1), Ok(()));
+    let output = TensorDesc::strided(DataType::Float32, &[2, 2, 3], Some(&[3, 0, 1]));
+    let v = validate(&join_into(output), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(
+        v.message,
+        "OutputTensor.Strides[1] is 0 on a dimension of size 2: 2 output coordinates would share one address"
+    );
+}
+
+#[test]
+fn overlap_with_an_inner_stride_of_2_is_found_by_listing() {
+    // Sizes {2, 3} with strides {4, 2}: (0, 2) and (1, 0) are both element 4.
+    let output = TensorDesc::strided(DataType::Int16, &[2, 3], Some(&[4, 2]));
+    let v = validate(&join_into(output), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(
+        v.message,
+        "OutputTensor.Strides [4, 2] map coordinates [0, 2] and [1, 0] to the same element 4"
+    );
+}
+
+#[test]
+fn exactly_u32_max_elements_is_within_the_limit_and_one_more_is_not() {
+    let sizes = [65535, 65537]; // 2^32 - 1 elements
+    let mut output = typed(DataType::Uint8, &sizes);
+    output.total_tensor_size_in_bytes = 4;
+    let op = OperatorDesc::Slice1(Slice1Desc {
+        input_tensor: typed(DataType::Uint8, &sizes),
+        output_tensor: output,
+        dimension_count: 2,
+        input_window_offsets: vec![0, 0],
+        input_window_sizes: sizes.to_vec(),
+        input_window_strides: vec![1, 1],
+    });
+    let v = validate(&op, FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(v.rule, "tensor.total_size_minimum");
+    assert_eq!(
+        v.message,
+        "OutputTensor.TotalTensorSizeInBytes is 4 but its sizes and strides need at least 4294967296"
+    );
+    let over = typed(DataType::Uint8, &[65536, 65536]);
+    let v = validate(&join_into(over), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(v.rule, "tensor.element_count_limit");
+}

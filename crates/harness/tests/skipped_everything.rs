@@ -1,0 +1,108 @@
+//! A run in which an available backend skipped every case it could have run fails, in
+//! `cargo xtask conformance` and in libtest targets alike; an unavailable backend, cases
+//! outside the running level and a run filtered to nothing do not trip it.
+
+use dmlcts_harness::cli::conformance_main;
+use dmlcts_harness::{Corpus, RunOptions, SkipCheck, libtest_run, run_case};
+use dmlcts_oracle::OracleBackend;
+use dmlcts_tensor::{
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+};
+use libtest_mimic::Arguments;
+
+/// The oracle, claiming no data type at all (or, with `unavailable`, not available).
+struct ClaimsNothing {
+    oracle: OracleBackend,
+    unavailable: bool,
+}
+
+impl Backend for ClaimsNothing {
+    fn name(&self) -> String {
+        "claims-nothing".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn data_types(&self) -> Vec<DataType> {
+        Vec::new()
+    }
+    fn unavailable_reason(&self) -> Option<String> {
+        self.unavailable.then(|| "no adapter".to_string())
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        self.oracle.compile(op)
+    }
+}
+
+fn claims_nothing(unavailable: bool) -> Box<dyn Backend> {
+    Box::new(ClaimsNothing {
+        oracle: OracleBackend::new(FeatureLevel::L4_1),
+        unavailable,
+    })
+}
+
+fn libtest(filter: &str, unavailable: bool) -> Result<(), String> {
+    let args = Arguments::from_iter(["corpus", "--quiet", "--test-threads", "1", filter]);
+    libtest_run(&args, &|_| claims_nothing(unavailable))
+}
+
+#[test]
+fn a_libtest_run_where_the_backend_skips_everything_fails() {
+    assert_eq!(
+        libtest("doc.", false),
+        Err(
+            "backend claims-nothing is available but skipped all 8 cases it could run \
+             (8 of them: backend claims-nothing does not claim FLOAT32); a run that tests \
+             nothing fails"
+                .to_string()
+        )
+    );
+}
+
+#[test]
+fn a_libtest_run_filtered_to_nothing_or_on_an_unavailable_backend_passes() {
+    assert_eq!(libtest("no.such.case", false), Ok(()));
+    assert_eq!(libtest("doc.", true), Ok(()));
+}
+
+#[test]
+fn a_libtest_run_that_runs_cases_passes() {
+    let args = Arguments::from_iter(["corpus", "--quiet", "doc."]);
+    assert_eq!(
+        libtest_run(&args, &|level| Box::new(OracleBackend::new(level))),
+        Ok(())
+    );
+}
+
+fn conformance(args: &[&str], unavailable: bool) -> i32 {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    conformance_main(&args, &|_| Ok(claims_nothing(unavailable)))
+}
+
+#[test]
+fn a_conformance_run_where_the_backend_skips_everything_fails() {
+    assert_eq!(conformance(&["--filter", "doc."], false), 1);
+    assert_eq!(conformance(&["--filter", "no.such.case"], false), 0);
+    assert_eq!(conformance(&["--filter", "doc."], true), 0);
+}
+
+#[test]
+fn cases_outside_the_running_level_do_not_count() {
+    // At 1_0 every Slice1 case is above the level: skipped, but not the backend's doing.
+    let corpus = Corpus::embedded();
+    let backend = claims_nothing(false);
+    let options = RunOptions {
+        feature_level: Some(FeatureLevel::L1_0),
+        ..RunOptions::default()
+    };
+    let mut check = SkipCheck::default();
+    for case in corpus
+        .cases
+        .iter()
+        .filter(|c| c.name.starts_with("doc.slice1"))
+    {
+        let result = run_case(backend.as_ref(), case, &options);
+        check.record(backend.as_ref(), case, &options, Some(&result.reason));
+    }
+    assert_eq!(check.failure("claims-nothing"), None);
+}
