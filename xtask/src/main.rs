@@ -1,60 +1,61 @@
-//! `cargo xtask <command>`: the project's automation, in plain Rust.
+//! `cargo xtask <command>`: the project's automation, in plain Rust. `conformance`, `fuzz`
+//! and `backends` are the `dmlcts` binary's own commands (crates/cli), run from the checkout.
 
-mod backends;
 mod bench;
 mod directml;
-mod fuzz;
 
+use clap::{Parser, Subcommand};
+use dmlcts_cli::{Host, SuiteCommand};
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: cargo xtask <command> [options]
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    version,
+    about = "The dmlcts project's automation (conformance, fuzz and backends are the dmlcts command's own)"
+)]
+struct Xtask {
+    #[command(subcommand)]
+    command: Command,
+}
 
-commands:
-  conformance   run the case corpus against a backend (--help for options)
-  gen-cases     regenerate the generated part of cases/ from specs/
-  bench         CPU backend throughput against memcpy, ndarray and the oracle
-  fuzz          random valid and near-miss cases; the first failure is shrunk and saved
-  directml      `directml setup`: prepare real DirectML under Wine (Linux)
-  backends      list the backends this build knows
-";
+#[derive(Subcommand)]
+enum Command {
+    #[command(flatten)]
+    Suite(SuiteCommand),
+    /// Regenerate the generated part of cases/ from specs/
+    GenCases,
+    /// Throughput against memcpy, ndarray and the oracle: [--runs N] [--no-oracle] [--json FILE]
+    /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]
+    #[command(disable_help_flag = true)]
+    Bench {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+    /// `directml setup`: prepare real DirectML under Wine (Linux)
+    #[command(disable_help_flag = true)]
+    Directml {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        args: Vec<String>,
+    },
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(command) = args.first() else {
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
+    let root = repository_root();
+    let host = Host {
+        program: "cargo xtask",
+        default_backends_file: root.join("backends.yaml"),
+        default_fuzz_out: dmlcts_harness::fuzz::default_out_dir(&root),
+        directml: directml::setup,
     };
-    let rest = &args[1..];
-    let status = match command.as_str() {
-        "conformance" => {
-            if rest.iter().any(|a| a == "--help" || a == "-h") {
-                print!("{}", dmlcts_harness::cli::CONFORMANCE_USAGE);
-                0
-            } else {
-                dmlcts_harness::cli::conformance_main(rest, &backends::resolve)
-            }
-        }
-        "gen-cases" => gen_cases(),
-        "bench" => bench::bench_main(rest),
-        "fuzz" => fuzz::fuzz_main(rest, &repository_root()),
-        "directml" => directml::directml_main(rest),
-        "backends" => {
-            for (name, about) in backends::known(None) {
-                println!("{name:16} {about}");
-            }
-            0
-        }
-        "--help" | "-h" | "help" => {
-            print!("{USAGE}");
-            0
-        }
-        other => {
-            eprintln!("unknown command `{other}`\n\n{USAGE}");
-            2
-        }
+    let status = match Xtask::parse().command {
+        Command::Suite(command) => command.run(&host),
+        Command::GenCases => gen_cases(),
+        Command::Bench { args } => bench::bench_main(&args),
+        Command::Directml { args } => directml::directml_main(&args),
     };
-    ExitCode::from(status as u8)
+    ExitCode::from(status.clamp(0, 255) as u8)
 }
 
 /// Writes the generated corpus files; says which changed.
@@ -88,4 +89,14 @@ pub fn repository_root() -> std::path::PathBuf {
         .parent()
         .expect("xtask is inside the workspace")
         .to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_definitions_pass_clap_s_own_checks() {
+        super::Xtask::command().debug_assert();
+    }
 }

@@ -1,8 +1,7 @@
 //! The dmlcts harness: the case corpus and its format, the runner every entry point shares,
-//! output comparison and diffs, reports, the libtest-mimic glue and the conformance command.
+//! output comparison and diffs, reports, and the libtest-mimic glue.
 
 mod case;
-pub mod cli;
 pub mod compare;
 pub mod data;
 pub mod fuzz;
@@ -16,5 +15,6 @@ pub mod versions;
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use libtest::{corpus_trials, libtest_main, libtest_run};
 pub use runner::{
-    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, skip_reason,
+    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, shell_word,
+    skip_reason,
 };

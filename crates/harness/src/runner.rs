@@ -151,7 +151,7 @@ pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) 
 }
 
 /// Quotes a word for a POSIX shell when it needs it.
-fn shell_word(word: &str) -> String {
+pub fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()

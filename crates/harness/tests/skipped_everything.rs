@@ -1,8 +1,8 @@
 //! A run in which an available backend skipped every case it could have run fails, in
-//! `cargo xtask conformance` and in libtest targets alike; an unavailable backend, cases
-//! outside the running level and a run filtered to nothing do not trip it.
+//! libtest targets (crates/cli/tests/skipped_everything.rs: in the conformance command); an
+//! unavailable backend, cases outside the running level and a run filtered to nothing do not
+//! trip it.
 
-use dmlcts_harness::cli::conformance_main;
 use dmlcts_harness::{Corpus, RunOptions, SkipCheck, libtest_run, run_case};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
@@ -72,18 +72,6 @@ fn a_libtest_run_that_runs_cases_passes() {
         libtest_run(&args, &|level| Box::new(OracleBackend::new(level))),
         Ok(())
     );
-}
-
-fn conformance(args: &[&str], unavailable: bool) -> i32 {
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    conformance_main(&args, &|_| Ok(claims_nothing(unavailable)))
-}
-
-#[test]
-fn a_conformance_run_where_the_backend_skips_everything_fails() {
-    assert_eq!(conformance(&["--filter", "doc."], false), 1);
-    assert_eq!(conformance(&["--filter", "no.such.case"], false), 0);
-    assert_eq!(conformance(&["--filter", "doc."], true), 0);
 }
 
 #[test]

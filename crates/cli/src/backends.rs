@@ -1,9 +1,11 @@
 //! The backends `--backend NAME` can name: built in, `process:COMMAND`, or named in a
-//! backends file (backends.yaml at the repository root by default).
+//! backends file (backends.yaml).
 
+use crate::Host;
+use clap::Args;
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
-use dmlcts_harness::cli::BackendRequest;
+use dmlcts_harness::shell_word;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
@@ -11,6 +13,23 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What `--backend` and its companion options ask for.
+#[derive(Clone, Debug, Default)]
+pub struct BackendRequest {
+    pub name: String,
+    /// Run as a device at this level, for backends that can.
+    pub feature_level: Option<FeatureLevel>,
+    /// Per-request timeout for out-of-process backends.
+    pub process_timeout: Option<Duration>,
+    /// A file naming out-of-process backends (see backends.yaml).
+    pub backend_config: Option<PathBuf>,
+    /// For GPU backends: a substring of the adapter's name, backend or driver.
+    pub adapter: Option<String>,
+}
+
+/// Makes a backend from a request (`resolve` with a host, or a test's own).
+pub type Resolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Box<dyn Backend>, String>;
 
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("cpu", "the fast CPU implementation (default)"),
@@ -24,17 +43,52 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
     (
         "directml",
-        "real DirectML 1.12.1; on Linux under Wine on Mesa 25 lavapipe (set up on demand)",
+        "real DirectML 1.12.1; on Linux under Wine on Mesa 25 lavapipe (the checkout's `cargo xtask directml setup`)",
     ),
     (
         "cpu-process",
-        "the CPU backend out of process, through its protocol server (built on demand)",
+        "the CPU backend out of process, through the backend protocol",
     ),
     (
         "process:COMMAND",
         "any server speaking docs/backend-protocol.md",
     ),
 ];
+
+#[derive(Debug, Args)]
+pub struct BackendsArgs {
+    /// Also list the names in this backends file [default: backends.yaml]
+    #[arg(long, value_name = "FILE")]
+    pub backend_config: Option<PathBuf>,
+}
+
+pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
+    for (name, about) in known(host, args.backend_config.as_deref()) {
+        println!("{name:16} {about}");
+    }
+    0
+}
+
+#[derive(Debug, Args)]
+pub struct ServeCpuArgs {
+    /// Validate as a device at this level
+    #[arg(long, value_name = "X_Y", value_parser = crate::parse_feature_level, default_value = "4_1")]
+    pub feature_level: FeatureLevel,
+}
+
+/// `serve-cpu`: the CPU backend as a protocol server on stdin/stdout.
+pub fn serve_cpu_main(args: &ServeCpuArgs) -> i32 {
+    let backend = CpuBackend::at_level(args.feature_level);
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    match dmlcts_protocol::serve(&backend, stdin, stdout) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("dmlcts serve-cpu: {e}");
+            1
+        }
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,10 +108,6 @@ struct NamedBackend {
     startup_timeout_seconds: Option<f64>,
 }
 
-fn default_config() -> PathBuf {
-    crate::repository_root().join("backends.yaml")
-}
-
 fn load_config(path: &Path) -> Result<BackendsFile, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
@@ -65,13 +115,13 @@ fn load_config(path: &Path) -> Result<BackendsFile, String> {
 }
 
 /// Every name this build and the backends file know, with a line about each.
-pub fn known(config: Option<&Path>) -> Vec<(String, String)> {
+pub fn known(host: &Host, config: Option<&Path>) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = BUILT_IN
         .iter()
         .map(|(n, a)| (n.to_string(), a.to_string()))
         .collect();
-    let path = config.map_or_else(default_config, Path::to_path_buf);
-    if let Ok(file) = load_config(&path) {
+    let path = config.unwrap_or(&host.default_backends_file);
+    if let Ok(file) = load_config(path) {
         for (name, backend) in file.backends {
             let about = backend
                 .description
@@ -101,31 +151,17 @@ fn process(
     Ok(Box::new(ProcessBackend::start(options)?))
 }
 
-/// Builds the CPU protocol server if needed and returns its path.
-fn cpu_server() -> Result<PathBuf, String> {
-    let status =
-        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args([
-                "build",
-                "--release",
-                "--quiet",
-                "-p",
-                "dmlcts-backend-cpu",
-                "--bin",
-                "dmlcts-cpu-server",
-            ])
-            .current_dir(crate::repository_root())
-            .status()
-            .map_err(|e| format!("cannot run cargo to build the CPU server: {e}"))?;
-    if !status.success() {
-        return Err("building dmlcts-cpu-server failed".to_string());
-    }
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = exe.parent().ok_or("no folder for the xtask binary")?;
-    Ok(dir.join(format!("dmlcts-cpu-server{}", std::env::consts::EXE_SUFFIX)))
+/// The command that serves the CPU backend: this very program's hidden `serve-cpu`.
+fn cpu_server_command(level: FeatureLevel) -> Result<String, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this program to run `serve-cpu`: {e}"))?;
+    Ok(format!(
+        "{} serve-cpu --feature-level {level}",
+        shell_word(&exe.display().to_string())
+    ))
 }
 
-pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
+pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
     let level = request.feature_level;
     match request.name.as_str() {
         "cpu" => {
@@ -154,13 +190,13 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
             return Ok(Box::new(backend));
         }
         "directml" => {
-            let script = crate::directml::setup()?;
+            let script = (host.directml)()?;
             let mut request = request.clone();
             if request.process_timeout.is_none() {
                 // Wine and first-seen shaders are slow; a hang is still caught.
                 request.process_timeout = Some(Duration::from_secs(60));
             }
-            let command = script.display().to_string();
+            let command = shell_word(&script.display().to_string());
             return process(
                 &command,
                 "directml",
@@ -170,9 +206,7 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
             );
         }
         "cpu-process" => {
-            let server = cpu_server()?;
-            let level = level.unwrap_or(FeatureLevel::L4_1);
-            let command = format!("{} --feature-level {level}", server.display());
+            let command = cpu_server_command(level.unwrap_or(FeatureLevel::L4_1))?;
             return process(&command, "cpu-process", request, None, None);
         }
         _ => {}
@@ -183,7 +217,7 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
     let path = request
         .backend_config
         .clone()
-        .unwrap_or_else(default_config);
+        .unwrap_or_else(|| host.default_backends_file.clone());
     let file = load_config(&path).ok();
     if let Some(named) = file.as_ref().and_then(|f| f.backends.get(&request.name)) {
         let mut request = request.clone();
@@ -198,10 +232,30 @@ pub fn resolve(request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
     Err(format!(
         "unknown backend `{}`; known: {}",
         request.name,
-        known(request.backend_config.as_deref())
+        known(host, request.backend_config.as_deref())
             .iter()
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
             .join(", ")
+    ))
+}
+
+/// The installed binary's DirectML: the stack a dmlcts checkout's `cargo xtask directml
+/// setup` prepared, found through `DMLCTS_DIRECTML_STACK` or `target/directml-stack` under
+/// the current folder. The binary never installs system packages itself.
+pub fn find_directml_stack() -> Result<PathBuf, String> {
+    let dir = std::env::var_os("DMLCTS_DIRECTML_STACK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new("target").join("directml-stack"));
+    let script = dir.join("run-server.sh");
+    if script.is_file() {
+        return Ok(script);
+    }
+    Err(format!(
+        "no DirectML stack at {}: the stack is prepared by a dmlcts checkout \
+         (`cargo xtask directml setup`, or just `cargo xtask conformance --backend directml` \
+         there); then run this from that checkout's root or set DMLCTS_DIRECTML_STACK to its \
+         target/directml-stack",
+        script.display()
     ))
 }

@@ -1,121 +1,78 @@
-//! `cargo xtask conformance`: argument parsing, progress, summary and reports. The xtask
-//! binary only supplies the table of backends.
+//! `conformance`: options, progress, summary and reports around the harness's runner.
 
-use crate::case::{Case, Corpus};
-use crate::report::{Expectations, RunInfo, Summary, json_report, junit_report, load_error_result};
-use crate::runner::{CaseResult, RunOptions, SkipCheck, Status, run_case};
-use dmlcts_tensor::{Backend, FeatureLevel};
+use crate::backends::{BackendRequest, Resolver, resolve};
+use crate::{Host, parse_feature_level, parse_seconds};
+use clap::Args;
+use dmlcts_harness::report::{
+    Expectations, RunInfo, Summary, json_report, junit_report, load_error_result,
+};
+use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, SkipCheck, Status, run_case};
+use dmlcts_tensor::FeatureLevel;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// What `--backend` and its companion options ask for.
-#[derive(Clone, Debug, Default)]
-pub struct BackendRequest {
-    pub name: String,
-    /// Run as a device at this level, for backends that can.
-    pub feature_level: Option<FeatureLevel>,
-    /// Per-request timeout for out-of-process backends.
-    pub process_timeout: Option<Duration>,
-    /// A file naming out-of-process backends (see backends.yaml).
+/// Options shared by every command that runs a backend.
+#[derive(Clone, Debug, Args)]
+pub struct BackendOptions {
+    /// Backend to test; the `backends` command lists them
+    ///
+    /// cpu, oracle, wgpu, directml, cpu-process, process:COMMAND (any server speaking
+    /// docs/backend-protocol.md, started with `sh -c COMMAND`), or a name from the backends
+    /// file. directml needs a dmlcts checkout: its `cargo xtask directml setup` prepares the
+    /// stack, which the installed binary finds in ./target/directml-stack or in
+    /// $DMLCTS_DIRECTML_STACK.
+    #[arg(long, value_name = "NAME", default_value = "cpu")]
+    pub backend: String,
+    /// Names for out-of-process backends [default: backends.yaml]
+    #[arg(long, value_name = "FILE")]
     pub backend_config: Option<PathBuf>,
-    /// For GPU backends: a substring of the adapter's name, backend or driver.
+    /// Longest wait for one reply from an out-of-process backend [default: 10]
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub process_timeout: Option<Duration>,
+    /// GPU backends: the adapter whose name, backend or driver contains TEXT
+    #[arg(long, value_name = "TEXT")]
     pub adapter: Option<String>,
 }
 
-/// Makes a backend from a request.
-pub type BackendResolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Box<dyn Backend>, String>;
-
-pub const CONFORMANCE_USAGE: &str = "\
-usage: cargo xtask conformance [options]
-
-  --backend NAME          backend to test (default: cpu); `cargo xtask backends` lists them;
-                          `process:COMMAND` runs any protocol server (docs/backend-protocol.md)
-  --backend-config FILE   names for out-of-process backends (default: backends.yaml)
-  --process-timeout SECS  longest wait for one reply from an out-of-process backend (default 10)
-  --adapter TEXT          GPU backends: the adapter whose name, backend or driver contains TEXT
-  --cases PATH            case file or folder; repeatable (default: the corpus, cases/)
-  --filter TEXT           run cases whose name contains TEXT; repeatable
-  --exact                 --filter must equal the case name
-  --feature-level X_Y     run at this level (default: the level the backend claims)
-  --strict-level          require rejection of what the level's tables do not support
-  --expectations FILE     known failures (YAML); an unexpected pass fails the run
-  --json FILE             write a JSON report
-  --junit FILE            write a JUnit XML report
-  --list                  list the selected cases and exit
-  --verbose               print every case, with notes
-";
-
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Args)]
 pub struct ConformanceArgs {
-    pub backend: Option<String>,
-    pub backend_config: Option<PathBuf>,
-    pub process_timeout: Option<Duration>,
-    pub adapter: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendOptions,
+    /// Case file or folder; repeatable [default: the corpus, embedded]
+    #[arg(long = "cases", value_name = "PATH")]
     pub cases: Vec<PathBuf>,
+    /// Run the cases whose name contains TEXT; repeatable
+    #[arg(long = "filter", value_name = "TEXT")]
     pub filters: Vec<String>,
+    /// --filter must equal the case name
+    #[arg(long)]
     pub exact: bool,
+    /// Run at this level [default: the level the backend claims]
+    #[arg(long, value_name = "X_Y", value_parser = parse_feature_level)]
     pub feature_level: Option<FeatureLevel>,
+    /// Require rejection of what the level's tables do not support
+    #[arg(long)]
     pub strict_level: bool,
+    /// Known failures (YAML); an unexpected pass fails the run
+    #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
+    /// Write a JSON report
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write a JUnit XML report
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// List the selected cases and exit
+    #[arg(long)]
     pub list: bool,
+    /// Print every case, with notes
+    #[arg(long, short)]
     pub verbose: bool,
 }
 
 impl ConformanceArgs {
-    pub fn parse(args: &[String]) -> Result<ConformanceArgs, String> {
-        let mut parsed = ConformanceArgs::default();
-        let mut iter = args.iter();
-        while let Some(arg) = iter.next() {
-            let mut value = |name: &str| {
-                iter.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            match arg.as_str() {
-                "--backend" => parsed.backend = Some(value("--backend")?),
-                "--backend-config" => {
-                    parsed.backend_config = Some(PathBuf::from(value("--backend-config")?))
-                }
-                "--process-timeout" => {
-                    let text = value("--process-timeout")?;
-                    let seconds: f64 = text
-                        .parse()
-                        .ok()
-                        .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                        .ok_or_else(|| {
-                            format!(
-                                "--process-timeout: `{text}` is not a positive number of seconds"
-                            )
-                        })?;
-                    parsed.process_timeout = Some(Duration::from_secs_f64(seconds));
-                }
-                "--cases" => parsed.cases.push(PathBuf::from(value("--cases")?)),
-                "--filter" => parsed.filters.push(value("--filter")?),
-                "--exact" => parsed.exact = true,
-                "--feature-level" => {
-                    let text = value("--feature-level")?;
-                    parsed.feature_level = Some(FeatureLevel::parse(&text).ok_or_else(|| {
-                        format!("--feature-level: unknown level `{text}` (e.g. 1_0, 3_0, 4_1)")
-                    })?);
-                }
-                "--strict-level" => parsed.strict_level = true,
-                "--expectations" => {
-                    parsed.expectations = Some(PathBuf::from(value("--expectations")?))
-                }
-                "--json" => parsed.json = Some(PathBuf::from(value("--json")?)),
-                "--junit" => parsed.junit = Some(PathBuf::from(value("--junit")?)),
-                "--list" => parsed.list = true,
-                "--verbose" | "-v" => parsed.verbose = true,
-                other => return Err(format!("unknown option `{other}`")),
-            }
-        }
-        Ok(parsed)
-    }
-
     fn selects(&self, case: &Case) -> bool {
         self.filters.is_empty()
             || self.filters.iter().any(|f| {
@@ -129,14 +86,12 @@ impl ConformanceArgs {
 }
 
 /// Runs the conformance command; returns the process exit status (0 iff nothing failed).
-pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
-    let args = match ConformanceArgs::parse(args) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("error: {e}\n\n{CONFORMANCE_USAGE}");
-            return 2;
-        }
-    };
+pub fn conformance_main(args: &ConformanceArgs, host: &Host) -> i32 {
+    conformance_with(args, &|request| resolve(host, request))
+}
+
+/// The conformance command with a backend made by `resolve` (tests pass their own).
+pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
     let corpus = if args.cases.is_empty() {
         Corpus::embedded()
     } else {
@@ -163,13 +118,13 @@ pub fn conformance_main(args: &[String], resolve: BackendResolver<'_>) -> i32 {
         }
         return if corpus.errors.is_empty() { 0 } else { 1 };
     }
-    let backend_name = args.backend.clone().unwrap_or_else(|| "cpu".to_string());
+    let backend_name = args.backend.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
         feature_level: args.feature_level,
-        process_timeout: args.process_timeout,
-        backend_config: args.backend_config.clone(),
-        adapter: args.adapter.clone(),
+        process_timeout: args.backend.process_timeout,
+        backend_config: args.backend.backend_config.clone(),
+        adapter: args.backend.adapter.clone(),
     };
     let backend = match resolve(&request) {
         Ok(backend) => backend,

@@ -1,0 +1,90 @@
+//! The `dmlcts` command's library: the `conformance`, `fuzz` and `backends` subcommands
+//! (clap), the backend resolver (`--backend NAME`), and the conformance run's progress,
+//! summary and reports. The `dmlcts` binary and `cargo xtask` both call [`SuiteCommand::run`],
+//! so every entry point parses, resolves and reports the same way; they differ only in their
+//! [`Host`] (where backends.yaml is, how DirectML is found, how a replay command starts).
+
+pub mod backends;
+pub mod conformance;
+pub mod fuzz;
+
+use clap::Subcommand;
+use dmlcts_tensor::FeatureLevel;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use backends::BackendRequest;
+pub use conformance::ConformanceArgs;
+pub use fuzz::FuzzArgs;
+
+/// What differs between running from this repository's checkout (`cargo xtask`) and
+/// running the installed `dmlcts` binary anywhere.
+pub struct Host {
+    /// How commands printed for the user start: `cargo xtask` or `dmlcts`.
+    pub program: &'static str,
+    /// The backends file used when `--backend-config` is not given (it may not exist).
+    pub default_backends_file: PathBuf,
+    /// Where `fuzz` saves a minimal failing case when `--out` is not given.
+    pub default_fuzz_out: PathBuf,
+    /// Prepares (or finds) the real DirectML stack and returns the command that starts its
+    /// protocol server.
+    pub directml: fn() -> Result<PathBuf, String>,
+}
+
+/// The subcommands the `dmlcts` binary and `cargo xtask` share.
+#[derive(Debug, Subcommand)]
+pub enum SuiteCommand {
+    /// Run the case corpus (or your own case files) against a backend
+    Conformance(ConformanceArgs),
+    /// Random valid and near-miss cases; the first failure is shrunk and saved
+    Fuzz(FuzzArgs),
+    /// List the backends `--backend` can name
+    Backends(backends::BackendsArgs),
+    /// Serve the CPU backend over the backend protocol on stdin/stdout (what `--backend
+    /// cpu-process` runs)
+    #[command(hide = true)]
+    ServeCpu(backends::ServeCpuArgs),
+}
+
+impl SuiteCommand {
+    /// Runs the command; returns the process exit status.
+    pub fn run(self, host: &Host) -> i32 {
+        match self {
+            SuiteCommand::Conformance(args) => conformance::conformance_main(&args, host),
+            SuiteCommand::Fuzz(args) => fuzz::fuzz_main(&args, host),
+            SuiteCommand::Backends(args) => backends::backends_main(&args, host),
+            SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
+        }
+    }
+}
+
+/// `--feature-level X_Y`.
+pub fn parse_feature_level(text: &str) -> Result<FeatureLevel, String> {
+    FeatureLevel::parse(text).ok_or_else(|| format!("unknown level `{text}` (e.g. 1_0, 3_0, 4_1)"))
+}
+
+/// A positive, finite number of seconds.
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SuiteCommand;
+    use clap::{CommandFactory, Parser};
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(subcommand)]
+        command: SuiteCommand,
+    }
+
+    #[test]
+    fn the_command_definitions_pass_clap_s_own_checks() {
+        Wrapper::command().debug_assert();
+    }
+}

@@ -1,0 +1,29 @@
+//! `dmlcts`: the conformance suite for DirectML's Split, Join and Slice1, installed. The
+//! corpus is compiled in; run it against your backend from any folder.
+
+use clap::Parser;
+use dmlcts_cli::{Host, SuiteCommand, backends::find_directml_stack};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Conformance suite and reference oracle for DirectML's DML_SPLIT, DML_JOIN and DML_SLICE1.
+///
+/// A backend in any language speaks the protocol in docs/backend-protocol.md; run it with
+/// `dmlcts conformance --backend 'process:COMMAND'`.
+#[derive(Parser)]
+#[command(name = "dmlcts", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: SuiteCommand,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let host = Host {
+        program: "dmlcts",
+        default_backends_file: PathBuf::from("backends.yaml"),
+        default_fuzz_out: PathBuf::from("cases").join("regressions"),
+        directml: find_directml_stack,
+    };
+    ExitCode::from(cli.command.run(&host).clamp(0, 255) as u8)
+}
