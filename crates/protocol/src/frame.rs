@@ -116,9 +116,7 @@ pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
     };
     let mut payloads = Vec::with_capacity(lengths.len());
     for n in lengths {
-        let mut payload = vec![0u8; n as usize];
-        reader.read_exact(&mut payload).map_err(FrameError::Io)?;
-        payloads.push(payload);
+        payloads.push(read_payload(reader, n).map_err(FrameError::Io)?);
     }
     if !header.is_object() || header.get("type").and_then(Value::as_str).is_none() {
         return Err(FrameError::BadHeader(format!(
@@ -126,6 +124,21 @@ pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
         )));
     }
     Ok(Some(Frame { header, payloads }))
+}
+
+/// Reads `n` bytes into a buffer that grows as they arrive (from 1 MiB, doubling), so a
+/// length that is claimed but never sent costs no large allocation.
+fn read_payload(reader: &mut impl Read, n: u64) -> io::Result<Vec<u8>> {
+    let n = usize::try_from(n).map_err(io::Error::other)?;
+    let mut payload = Vec::new();
+    while payload.len() < n {
+        let start = payload.len();
+        let step = start.max(1 << 20).min(n - start);
+        payload.reserve_exact(step);
+        payload.resize(start + step, 0);
+        reader.read_exact(&mut payload[start..])?;
+    }
+    Ok(payload)
 }
 
 /// Fills `buffer`; false when the stream ended before its first byte.
@@ -166,6 +179,12 @@ mod tests {
         assert_eq!(frame.kind(), "execute");
         assert_eq!(frame.id(), Some(3));
         assert_eq!(frame.payloads, vec![b"abc".to_vec(), Vec::new()]);
+        // Payloads past the first growth step arrive whole.
+        let big: Vec<u8> = (0..(3 << 20) + 5).map(|i| (i % 251) as u8).collect();
+        let mut bytes_big = Vec::new();
+        write_frame(&mut bytes_big, &json!({"type": "executed"}), &[&big]).unwrap();
+        let frame = read_frame(&mut bytes_big.as_slice()).unwrap().unwrap();
+        assert_eq!(frame.payloads, vec![big]);
         assert!(read_frame(&mut &bytes[bytes.len()..]).unwrap().is_none());
     }
 
@@ -183,6 +202,16 @@ mod tests {
         assert!(matches!(
             read_frame(&mut bytes.as_slice()),
             Err(FrameError::Malformed(_))
+        ));
+        // A large length claimed but not sent: an I/O error after the bytes that came.
+        let mut claimed = Vec::new();
+        let header = br#"{"type":"x","payloads":[2000000000]}"#;
+        claimed.extend((header.len() as u32).to_le_bytes());
+        claimed.extend(header);
+        claimed.extend([7u8; 100]);
+        assert!(matches!(
+            read_frame(&mut claimed.as_slice()),
+            Err(FrameError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof
         ));
         let truncated = [5u8, 0, 0, 0, b'{'];
         assert!(matches!(

@@ -1,7 +1,9 @@
-//! `ProcessBackend`: a backend served by a child process. Each request waits at most
-//! `timeout`; a child that exits, is killed by a signal, hangs or breaks the protocol fails
-//! the request with what happened and the last lines of its stderr, and the next request
-//! starts a fresh child.
+//! `ProcessBackend`: a backend served by a child process. Every write and every wait for a
+//! reply is bounded by `timeout`; a child that exits, is killed by a signal, hangs, stops
+//! reading or breaks the protocol fails the request with what happened and the last lines of
+//! its stderr (bounded in bytes), its whole process group is killed and reaped, and the next
+//! request starts a fresh child. A child whose `hello` is unusable fails every case with the
+//! reason instead of stopping the run.
 
 use crate::PROTOCOL_VERSION;
 use crate::descriptor::to_json;
@@ -12,15 +14,23 @@ use dmlcts_tensor::{
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
+use std::io::{self, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Lines of the child's stderr kept for failure messages.
-const STDERR_LINES: usize = 20;
+pub const STDERR_LINES: usize = 20;
+/// Bytes kept of each of those lines; the rest of a longer line is counted, not kept. So a
+/// failure message carries at most 20 x 2 KiB = 40 KiB of stderr.
+pub const STDERR_LINE_BYTES: usize = 2048;
+/// How long a child that is already closing its pipes gets to exit on its own before its
+/// group is killed (so its own exit status can be reported).
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+/// Longest wait for the `release` and `shutdown` messages, which have no reply.
+const NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 
 #[derive(Clone, Debug)]
 pub struct ProcessOptions {
@@ -61,30 +71,42 @@ struct Running {
     child: Child,
     stdin: ChildStdin,
     frames: Receiver<Result<Frame, String>>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<Mutex<StderrTail>>,
     generation: u64,
 }
 
 pub struct ProcessBackend {
     options: ProcessOptions,
-    hello: Hello,
+    /// The server's hello, or why there is none usable: then every case fails with it.
+    hello: Result<Hello, String>,
     running: Mutex<Option<Running>>,
     generations: AtomicU64,
     next_id: AtomicU64,
 }
 
 impl ProcessBackend {
-    /// Starts the server and asks who it is.
+    /// Starts the server and asks who it is. Only a process that cannot be started at all is
+    /// an error here; a server that dies, hangs or answers `hello` badly gives a backend whose
+    /// every case fails with that reason, so the run still ends with its report.
     pub fn start(options: ProcessOptions) -> Result<ProcessBackend, String> {
         let generations = AtomicU64::new(0);
-        let (running, hello) = spawn(&options, &generations)?;
+        let (running, hello) = match spawn(&options, &generations) {
+            Ok((running, hello)) => (Some(running), Ok(hello)),
+            Err(SpawnError::CannotStart(e)) => return Err(e),
+            Err(SpawnError::NoHello(e)) => (None, Err(e)),
+        };
         Ok(ProcessBackend {
             options,
             hello,
-            running: Mutex::new(Some(running)),
+            running: Mutex::new(running),
             generations,
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// Why the server's hello is unusable, if it is.
+    pub fn hello_error(&self) -> Option<&str> {
+        self.hello.as_ref().err().map(String::as_str)
     }
 
     /// Sends a request and waits for its reply. Any failure kills the child; the next
@@ -99,8 +121,11 @@ impl ProcessBackend {
             .running
             .lock()
             .map_err(|_| "the backend lock is poisoned".to_string())?;
+        if let Err(e) = &self.hello {
+            return Err(e.clone());
+        }
         if guard.is_none() {
-            let (running, _) = spawn(&self.options, &self.generations)?;
+            let (running, _) = spawn(&self.options, &self.generations).map_err(SpawnError::text)?;
             *guard = Some(running);
         }
         let running = guard.as_mut().expect("just started");
@@ -128,11 +153,12 @@ impl Drop for ProcessBackend {
         if let Ok(mut guard) = self.running.lock()
             && let Some(mut running) = guard.take()
         {
-            // Ask politely, then make sure.
-            let _ = write_frame(&mut running.stdin, &json!({"type": "shutdown"}), &[]);
-            let _ = running.frames.recv_timeout(Duration::from_millis(500));
-            let _ = running.child.kill();
-            let _ = running.child.wait();
+            // Ask politely, then make sure: the whole group goes.
+            let shutdown = json!({"type": "shutdown"});
+            if write_within(&mut running.stdin, &shutdown, &[], NOTICE_TIMEOUT).is_ok() {
+                let _ = running.frames.recv_timeout(NOTICE_TIMEOUT);
+            }
+            end_process_group(&mut running.child);
         }
     }
 }
@@ -156,20 +182,55 @@ fn shell(command: &str) -> Command {
     }
 }
 
-fn spawn(options: &ProcessOptions, generations: &AtomicU64) -> Result<(Running, Hello), String> {
+/// Why no child could be made ready.
+enum SpawnError {
+    /// The operating system could not start the command at all.
+    CannotStart(String),
+    /// It started, but gave no usable hello (it died, hung or answered wrongly).
+    NoHello(String),
+}
+
+impl SpawnError {
+    fn text(self) -> String {
+        match self {
+            SpawnError::CannotStart(e) | SpawnError::NoHello(e) => e,
+        }
+    }
+}
+
+fn spawn(
+    options: &ProcessOptions,
+    generations: &AtomicU64,
+) -> Result<(Running, Hello), SpawnError> {
     let mut command = shell(&options.command);
     if let Some(dir) = &options.working_dir {
         command.current_dir(dir);
     }
-    let mut child = command
+    command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        // Its own process group, so that whatever it starts is killed with it.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+        become_subreaper();
+    }
+    let mut child = command
         .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", options.command))?;
+        .map_err(|e| SpawnError::CannotStart(format!("cannot start `{}`: {e}", options.command)))?;
     let stdin = child.stdin.take().expect("piped");
     let mut stdout = child.stdout.take().expect("piped");
-    let stderr_pipe = child.stderr.take().expect("piped");
+    let mut stderr_pipe = child.stderr.take().expect("piped");
+    #[cfg(unix)]
+    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
+        end_process_group(&mut child);
+        return Err(SpawnError::CannotStart(format!(
+            "cannot make the pipe to `{}` non-blocking: {e}",
+            options.command
+        )));
+    }
     let (sender, frames) = channel();
     std::thread::spawn(move || {
         loop {
@@ -185,16 +246,20 @@ fn spawn(options: &ProcessOptions, generations: &AtomicU64) -> Result<(Running, 
             }
         }
     });
-    let stderr = Arc::new(Mutex::new(VecDeque::new()));
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let tail = Arc::clone(&stderr);
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr_pipe).lines() {
-            let Ok(line) = line else { return };
-            if let Ok(mut tail) = tail.lock() {
-                if tail.len() == STDERR_LINES {
-                    tail.pop_front();
+        let mut buffer = vec![0u8; 64 << 10];
+        loop {
+            match stderr_pipe.read(&mut buffer) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if let Ok(mut tail) = tail.lock() {
+                        tail.push(&buffer[..n]);
+                    }
                 }
-                tail.push_back(line);
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
             }
         }
     });
@@ -208,11 +273,77 @@ fn spawn(options: &ProcessOptions, generations: &AtomicU64) -> Result<(Running, 
     let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION});
     let reply = match exchange(&mut running, &hello, &[], options.startup_timeout) {
         Ok(reply) => reply,
-        Err(what) => return Err(bury(running, &format!("during hello: {what}"))),
+        Err(what) => {
+            return Err(SpawnError::NoHello(bury(
+                running,
+                &format!("during hello: {what}"),
+            )));
+        }
     };
     match parse_hello(&reply) {
         Ok(hello) => Ok((running, hello)),
-        Err(e) => Err(bury(running, &format!("bad hello reply: {e}"))),
+        Err(e) => Err(SpawnError::NoHello(bury(
+            running,
+            &format!("bad hello reply: {e}"),
+        ))),
+    }
+}
+
+/// The last lines of a child's stderr, each cut to `STDERR_LINE_BYTES`.
+#[derive(Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+    /// The line being written (no newline yet), up to `STDERR_LINE_BYTES`.
+    current: Vec<u8>,
+    /// Bytes of the current line beyond what is kept.
+    current_cut: u64,
+}
+
+impl StderrTail {
+    fn push(&mut self, mut bytes: &[u8]) {
+        while let Some(newline) = bytes.iter().position(|&b| b == b'\n') {
+            self.append(&bytes[..newline]);
+            let line = self.current_line();
+            if self.lines.len() == STDERR_LINES {
+                self.lines.pop_front();
+            }
+            self.lines.push_back(line);
+            self.current.clear();
+            self.current_cut = 0;
+            bytes = &bytes[newline + 1..];
+        }
+        self.append(bytes);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let room = STDERR_LINE_BYTES.saturating_sub(self.current.len());
+        let kept = room.min(bytes.len());
+        self.current.extend_from_slice(&bytes[..kept]);
+        self.current_cut += (bytes.len() - kept) as u64;
+    }
+
+    fn current_line(&self) -> String {
+        let bytes = self.current.strip_suffix(b"\r").unwrap_or(&self.current);
+        let mut line = String::from_utf8_lossy(bytes).into_owned();
+        if self.current_cut > 0 {
+            line.push_str(&format!(
+                " [line cut: {} more bytes not kept]",
+                self.current_cut
+            ));
+        }
+        line
+    }
+
+    /// The kept lines, and the unfinished one if there is one.
+    fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.current.is_empty() || self.current_cut > 0 {
+            if lines.len() == STDERR_LINES {
+                lines.remove(0);
+            }
+            lines.push(self.current_line());
+        }
+        lines
     }
 }
 
@@ -226,45 +357,55 @@ fn parse_hello(frame: &Frame) -> Result<Hello, String> {
             "protocol {protocol:?}; this harness speaks {PROTOCOL_VERSION}"
         ));
     }
-    let text = |key: &str| {
-        frame
-            .header
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
+    let text = |key: &str| match frame.header.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(other) => Err(format!("\"{key}\" must be a string, found {other}")),
     };
-    let feature_level = FeatureLevel::parse(&text("feature_level"))
-        .ok_or_else(|| format!("bad feature_level {:?}", text("feature_level")))?;
-    let data_types = frame
-        .header
-        .get("data_types")
-        .and_then(Value::as_array)
-        .ok_or("hello needs \"data_types\"")?
-        .iter()
-        .map(|v| {
-            v.as_str()
-                .and_then(DataType::from_name)
-                .ok_or_else(|| format!("unknown data type {v}"))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let level = text("feature_level")?;
+    let feature_level =
+        FeatureLevel::parse(&level).ok_or_else(|| format!("bad feature_level {level:?}"))?;
+    let data_types = match frame.header.get("data_types") {
+        Some(Value::Array(names)) => names
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .and_then(DataType::from_name)
+                    .ok_or_else(|| format!("unknown data type {v}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        None => return Err("hello needs \"data_types\"".to_string()),
+        Some(other) => {
+            return Err(format!(
+                "\"data_types\" must be an array of names, found {other}"
+            ));
+        }
+    };
     Ok(Hello {
-        name: text("name"),
+        name: text("name")?,
         feature_level,
         data_types,
-        device: text("device"),
+        device: text("device")?,
     })
 }
 
-/// Writes a request and waits for one reply frame.
+/// Writes a request and waits for one reply frame; each of the two takes at most `timeout`.
 fn exchange(
     running: &mut Running,
     header: &Value,
     payloads: &[&[u8]],
     timeout: Duration,
 ) -> Result<Frame, String> {
-    write_frame(&mut running.stdin, header, payloads)
-        .map_err(|e| format!("writing to the backend process failed: {e}"))?;
+    write_within(&mut running.stdin, header, payloads, timeout).map_err(|e| {
+        if e.kind() == io::ErrorKind::TimedOut {
+            format!(
+                "the request was not read within {:.1} s (the backend stopped reading its input?)",
+                timeout.as_secs_f64()
+            )
+        } else {
+            format!("writing to the backend process failed: {e}")
+        }
+    })?;
     match running.frames.recv_timeout(timeout) {
         Ok(Ok(frame)) => Ok(frame),
         Ok(Err(what)) => Err(what),
@@ -278,31 +419,148 @@ fn exchange(
     }
 }
 
-/// Kills the child and describes how it ended, with its last stderr lines.
-fn bury(mut running: Running, what: &str) -> String {
-    // A child that already exited keeps its status; give it a moment to finish exiting.
-    let mut status = None;
-    for _ in 0..20 {
-        if let Ok(Some(s)) = running.child.try_wait() {
-            status = Some(s);
-            break;
+/// Writes one frame, giving up with `TimedOut` when the child has not taken it all within
+/// `timeout` (its stdin is non-blocking on Unix).
+fn write_within(
+    stdin: &mut ChildStdin,
+    header: &Value,
+    payloads: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<()> {
+    let mut writer = DeadlineWriter {
+        stdin,
+        deadline: Instant::now() + timeout,
+    };
+    write_frame(&mut writer, header, payloads)
+}
+
+struct DeadlineWriter<'a> {
+    stdin: &'a mut ChildStdin,
+    deadline: Instant,
+}
+
+impl Write for DeadlineWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.stdin.write(bytes) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable()?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
-    let ended = match status {
-        Some(status) => describe_exit(status),
-        None => {
-            let _ = running.child.kill();
-            let _ = running.child.wait();
-            "killed by the harness".to_string()
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stdin.flush()
+    }
+}
+
+impl DeadlineWriter<'_> {
+    #[cfg(unix)]
+    fn wait_writable(&self) -> io::Result<()> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
         }
+        let timeout = Timespec {
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(&*self.stdin, PollFlags::OUT)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => Err(io::ErrorKind::TimedOut.into()),
+            // Writable, or an error the next write reports.
+            Ok(_) => Ok(()),
+            Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Elsewhere the pipe blocks and never says `WouldBlock`.
+    #[cfg(not(unix))]
+    fn wait_writable(&self) -> io::Result<()> {
+        Err(io::ErrorKind::TimedOut.into())
+    }
+}
+
+/// Makes this process the reaper of orphaned descendants (Linux), so that a server's
+/// grandchildren, killed with its group, are reaped here instead of waiting on an init that
+/// may never reap them.
+#[cfg(unix)]
+fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+        });
+    }
+}
+
+/// Kills the child's whole process group, then reaps the child and every member of the group
+/// that was reparented here. Returns the child's status.
+fn end_process_group(child: &mut Child) -> Option<std::process::ExitStatus> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal, WaitOptions, kill_process_group, waitpgid};
+        let group = Pid::from_child(child);
+        // The child is not reaped yet, so its pid (the group's id) cannot have been reused.
+        let _ = kill_process_group(group, Signal::KILL);
+        let status = child.wait().ok();
+        // Members whose parent died were reparented to this process (see become_subreaper);
+        // SIGKILL cannot be caught, so they go quickly, but never wait without bound.
+        let until = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < until {
+            match waitpgid(group, WaitOptions::NOHANG) {
+                Ok(Some(_)) => {}
+                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                Err(_) => break, // no child of ours left in the group
+            }
+        }
+        status
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = child.kill();
+        child.wait().ok()
+    }
+}
+
+/// Whether the child has exited, without reaping it (so its group id stays reserved).
+fn has_exited(child: &mut Child) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        matches!(
+            waitid(WaitId::Pid(Pid::from_child(child)), options),
+            Ok(Some(_))
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+}
+
+/// Kills the child's group and describes how the child ended, with its last stderr lines.
+fn bury(mut running: Running, what: &str) -> String {
+    // A child that already closed its pipes may be about to exit: let it, to report its own
+    // status.
+    let started = Instant::now();
+    let mut exited = has_exited(&mut running.child);
+    while !exited && started.elapsed() < EXIT_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+        exited = has_exited(&mut running.child);
+    }
+    let status = end_process_group(&mut running.child);
+    let ended = match (exited, status) {
+        (true, Some(status)) => describe_exit(status),
+        _ => "was killed by the harness".to_string(),
     };
     std::thread::sleep(Duration::from_millis(20)); // let the stderr reader catch up
-    let tail: Vec<String> = running
-        .stderr
-        .lock()
-        .map(|t| t.iter().cloned().collect())
-        .unwrap_or_default();
+    let tail = running.stderr.lock().map(|t| t.lines()).unwrap_or_default();
     let mut message = format!("backend process: {what}; it {ended}");
     if tail.is_empty() {
         message.push_str("; its stderr was empty");
@@ -399,11 +657,8 @@ impl Drop for ProcessCompiled<'_> {
             && let Some(running) = guard.as_mut()
             && running.generation == self.generation
         {
-            let _ = write_frame(
-                &mut running.stdin,
-                &json!({"type": "release", "id": self.id}),
-                &[],
-            );
+            let release = json!({"type": "release", "id": self.id});
+            let _ = write_within(&mut running.stdin, &release, &[], NOTICE_TIMEOUT);
         }
     }
 }
@@ -413,22 +668,27 @@ impl Backend for ProcessBackend {
         self.options.name.clone()
     }
 
+    /// Without a usable hello, the latest level and every data type: so that the cases
+    /// reach `compile` and fail with the reason instead of being skipped.
     fn feature_level(&self) -> FeatureLevel {
-        self.hello.feature_level
+        match &self.hello {
+            Ok(hello) => hello.feature_level,
+            Err(_) => FeatureLevel::LATEST,
+        }
     }
 
     fn data_types(&self) -> Vec<DataType> {
-        self.hello.data_types.clone()
+        match &self.hello {
+            Ok(hello) => hello.data_types.clone(),
+            Err(_) => DataType::ALL.to_vec(),
+        }
     }
 
     fn device(&self) -> String {
-        if self.hello.device.is_empty() {
-            format!("{} (out of process)", self.hello.name)
-        } else {
-            format!(
-                "{}: {} (out of process)",
-                self.hello.name, self.hello.device
-            )
+        match &self.hello {
+            Err(_) => "no usable hello (out of process)".to_string(),
+            Ok(hello) if hello.device.is_empty() => format!("{} (out of process)", hello.name),
+            Ok(hello) => format!("{}: {} (out of process)", hello.name, hello.device),
         }
     }
 

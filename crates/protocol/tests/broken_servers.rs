@@ -1,9 +1,12 @@
 //! Deliberately broken servers are each reported as the right kind of failure, the run
-//! completes, and the other cases still pass.
+//! completes within its timeouts, no process of theirs outlives it, and the other cases still
+//! pass.
 
+use dmlcts_harness::report::Summary;
 use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, Status, run_cases};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 fn doc_cases() -> Vec<Case> {
     Corpus::embedded()
@@ -77,7 +80,11 @@ fn a_hang_times_out_and_the_run_goes_on() {
                 "{}",
                 r.details
             );
-            assert!(r.details.contains("killed by the harness"), "{}", r.details);
+            assert!(
+                r.details.contains("; it was killed by the harness;"),
+                "{}",
+                r.details
+            );
             assert!(r.details.contains("| hanging on purpose"), "{}", r.details);
         } else {
             assert_eq!(r.status, Status::Passed, "{}", r.failure_report());
@@ -113,10 +120,262 @@ fn garbage_is_a_protocol_violation_and_a_fresh_child_takes_over() {
 }
 
 #[test]
-fn a_command_that_does_not_exist_is_a_clear_error() {
-    let error = ProcessBackend::start(ProcessOptions::new("/no/such/dmlcts-server"))
-        .err()
-        .expect("no server");
+fn a_command_that_does_not_exist_fails_every_case_with_the_reason() {
+    let backend = ProcessBackend::start(ProcessOptions::new("/no/such/dmlcts-server"))
+        .expect("sh itself starts");
+    let error = backend.hello_error().expect("no hello").to_string();
     assert!(error.contains("during hello"), "{error}");
     assert!(error.contains("exited with status 127"), "{error}");
+    let results = run_cases(&backend, &doc_cases(), &RunOptions::default(), |_, _, _| {});
+    for r in &results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(r.details.contains(&error), "{}", r.details);
+    }
+}
+
+/// A broken server's run: its results, the wall time, and what its processes left behind.
+struct Run {
+    results: Vec<CaseResult>,
+    elapsed: Duration,
+    /// Processes the server started (itself included) or members of their process groups
+    /// still in the process table after the run, zombies included.
+    left_behind: Vec<String>,
+}
+
+/// Runs `cases` on `dmlcts-broken-server FAULT PIDS_FILE`, then checks the process table.
+fn run_recording_pids(fault: &str, cases: &[Case], timeout: Duration) -> Run {
+    let pids_file =
+        std::env::temp_dir().join(format!("dmlcts-broken-{fault}-{}.pids", std::process::id()));
+    let _ = std::fs::remove_file(&pids_file);
+    let command = format!(
+        "{} {fault} {}",
+        env!("CARGO_BIN_EXE_dmlcts-broken-server"),
+        pids_file.display()
+    );
+    let mut options = ProcessOptions::new(&command);
+    options.timeout = timeout;
+    options.startup_timeout = timeout;
+    let started = Instant::now();
+    let backend = ProcessBackend::start(options).expect("the broken server starts");
+    let results = run_cases(&backend, cases, &RunOptions::default(), |_, _, _| {});
+    drop(backend);
+    let elapsed = started.elapsed();
+    let left_behind = left_behind(&pids_file);
+    let _ = std::fs::remove_file(&pids_file);
+    Run {
+        results,
+        elapsed,
+        left_behind,
+    }
+}
+
+/// Every process in /proc whose pid or process group is one of those recorded in the file.
+fn left_behind(pids_file: &PathBuf) -> Vec<String> {
+    let recorded: Vec<u32> = std::fs::read_to_string(pids_file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(!recorded.is_empty(), "the broken server recorded its pid");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")
+        .expect("a process table")
+        .flatten()
+    {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces, so split after its ')'.
+        let Some((comm, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let group: u32 = fields.get(2).and_then(|g| g.parse().ok()).unwrap_or(0);
+        if recorded.contains(&pid) || recorded.contains(&group) {
+            found.push(format!(
+                "pid {pid} group {group} state {} {comm})",
+                fields.first().unwrap_or(&"?")
+            ));
+        }
+    }
+    found
+}
+
+/// A FLOAT32 Split of 1 MiB (`sizes: [2, 131072]`): its request is far larger than a pipe.
+fn one_mebibyte_case() -> Case {
+    let mut corpus = Corpus::default();
+    corpus.add_text(
+        "one-mebibyte.yaml",
+        "cases:
+  - name: split.one_mebibyte
+    split:
+      axis: 0
+      input: {data_type: FLOAT32, sizes: [2, 131072]}
+      outputs:
+        - {data_type: FLOAT32, sizes: [1, 131072]}
+        - {data_type: FLOAT32, sizes: [1, 131072]}
+",
+    );
+    assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);
+    corpus.cases.remove(0)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_server_that_stops_reading_fails_the_case_within_the_timeout() {
+    let cases = vec![one_mebibyte_case(), doc_cases().remove(0)];
+    let run = run_recording_pids("stop-reading", &cases, Duration::from_secs(1));
+    let big = &run.results[0];
+    assert_eq!(big.status, Status::Failed);
+    assert_eq!(big.reason, "execution failed");
+    assert!(
+        big.details.contains(
+            "the request was not read within 1.0 s (the backend stopped reading its input?)"
+        ),
+        "{}",
+        big.details
+    );
+    assert!(
+        big.details.contains("| no longer reading, on purpose"),
+        "{}",
+        big.details
+    );
+    // A small request fits in the pipe; then the reply is what never comes.
+    assert!(
+        run.results[1]
+            .details
+            .contains("no reply within 1.0 s (hung?)"),
+        "{}",
+        run.results[1].details
+    );
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 2 failed, 0 skipped"
+    );
+    // Two cases, each one write or one reply timeout of 1 s, plus start-up and clean-up.
+    assert!(run.elapsed < Duration::from_secs(15), "{:?}", run.elapsed);
+    assert_eq!(run.left_behind, Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_huge_stderr_line_is_cut_and_the_run_completes() {
+    let cases: Vec<Case> = doc_cases().into_iter().take(2).collect();
+    let run = run_recording_pids("stderr-flood", &cases, Duration::from_secs(10));
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(r.details.contains("exited with status 1"), "{}", r.details);
+        assert!(
+            r.details
+                .contains("| broken server starting with fault `stderr-flood`"),
+            "{}",
+            r.details
+        );
+        // 300 MiB on one line: 2 KiB kept, the rest counted.
+        let kept = format!("| {} [line cut: ", "x".repeat(2048));
+        assert!(r.details.contains(&kept), "{}", &r.details[..500]);
+        assert!(
+            r.details.contains(&format!(
+                "[line cut: {} more bytes not kept]",
+                (300 << 20) - 2048
+            )),
+            "{}",
+            &r.details[r.details.len().saturating_sub(500)..]
+        );
+        assert!(r.details.len() < 64 << 10, "{} bytes", r.details.len());
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 2 failed, 0 skipped"
+    );
+    assert!(run.elapsed < Duration::from_secs(60), "{:?}", run.elapsed);
+    assert_eq!(run.left_behind, Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_server_that_forks_and_exits_leaves_no_process_behind() {
+    let run = run_recording_pids("fork-and-exit", &doc_cases(), Duration::from_millis(500));
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(
+            r.details
+                .contains("no reply within 0.5 s (hung?); it exited with status 0"),
+            "{}",
+            r.details
+        );
+        assert!(
+            r.details
+                .contains("| exiting, with a child holding the pipes open"),
+            "{}",
+            r.details
+        );
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+    assert!(run.elapsed < Duration::from_secs(30), "{:?}", run.elapsed);
+    assert_eq!(run.left_behind, Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hello_with_a_wrong_protocol_fails_every_case_with_the_reason() {
+    let run = run_recording_pids(
+        "hello-wrong-protocol",
+        &doc_cases(),
+        Duration::from_secs(10),
+    );
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert_eq!(r.reason, "the backend failed");
+        assert!(
+            r.details.contains(
+                "while compiling: backend process: bad hello reply: protocol Some(999); \
+                 this harness speaks 1; it was killed by the harness"
+            ),
+            "{}",
+            r.details
+        );
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+    assert!(run.elapsed < Duration::from_secs(15), "{:?}", run.elapsed);
+    assert_eq!(run.left_behind, Vec::<String>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_hello_with_wrong_types_fails_every_case_with_the_reason() {
+    let run = run_recording_pids("hello-wrong-types", &doc_cases(), Duration::from_secs(10));
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(
+            r.details
+                .contains("bad hello reply: \"feature_level\" must be a string, found 41"),
+            "{}",
+            r.details
+        );
+        assert!(
+            r.details.contains("| answering hello wrongly on purpose"),
+            "{}",
+            r.details
+        );
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+    assert!(run.elapsed < Duration::from_secs(15), "{:?}", run.elapsed);
+    assert_eq!(run.left_behind, Vec::<String>::new());
 }

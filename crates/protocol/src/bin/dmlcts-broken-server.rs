@@ -1,20 +1,44 @@
 //! A deliberately broken protocol server, for the harness's own tests. It serves the oracle
-//! correctly except for one fault, chosen by its argument:
+//! correctly except for one fault, chosen by its first argument:
 //!
 //! - `crash-on-3`: exits with status 3 on the third compile request of its life;
 //! - `abort-on-3`: aborts (SIGABRT on Unix) on the third compile request;
 //! - `hang-on-join`: never answers an execute request of a Join;
 //! - `short-output`: returns every output one byte short;
-//! - `garbage`: answers execute requests with bytes that are not a frame.
+//! - `garbage`: answers execute requests with bytes that are not a frame;
+//! - `stop-reading`: after answering its first compile, sleeps and never reads again;
+//! - `stderr-flood`: on its first compile, writes 300 MiB to stderr with no newline and
+//!   exits with status 1;
+//! - `fork-and-exit`: on its first compile, starts a copy of itself (`linger`) that keeps
+//!   stdin, stdout and stderr open and sleeps, then exits without answering;
+//! - `hello-wrong-types`: answers hello with a number for the level and a string for the
+//!   data types;
+//! - `hello-wrong-protocol`: answers hello with protocol 999.
+//!
+//! A second argument names a file to which every process it starts (itself included)
+//! appends its pid, so tests can check that none survives.
 
 use dmlcts_oracle::OracleBackend;
-use dmlcts_protocol::frame::read_frame;
+use dmlcts_protocol::frame::{Frame, read_frame};
 use dmlcts_protocol::{Server, write_reply};
+use serde_json::json;
 use std::collections::HashSet;
 use std::io::Write;
+use std::time::Duration;
+
+/// What `stderr-flood` writes, in bytes.
+const FLOOD_BYTES: usize = 300 << 20;
 
 fn main() {
-    let fault = std::env::args().nth(1).unwrap_or_default();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let fault = args.first().cloned().unwrap_or_default();
+    let pids_file = args.get(1).cloned();
+    if let Some(file) = &pids_file {
+        record_pid(file);
+    }
+    if fault == "linger" {
+        sleep_forever();
+    }
     eprintln!("broken server starting with fault `{fault}`");
     let backend = OracleBackend::default();
     let mut server = Server::new(&backend);
@@ -23,6 +47,20 @@ fn main() {
     let mut compiles = 0;
     let mut joins = HashSet::new();
     while let Ok(Some(frame)) = read_frame(&mut stdin) {
+        if frame.kind() == "hello" {
+            let bad = match fault.as_str() {
+                "hello-wrong-types" => Some(json!({"type": "hello", "protocol": 1,
+                    "name": "broken", "feature_level": 41, "data_types": "FLOAT32"})),
+                "hello-wrong-protocol" => Some(json!({"type": "hello", "protocol": 999,
+                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"]})),
+                _ => None,
+            };
+            if let Some(header) = bad {
+                eprintln!("answering hello wrongly on purpose");
+                let _ = write_reply(&mut stdout, &Frame::new(header));
+                continue;
+            }
+        }
         if frame.kind() == "compile" {
             compiles += 1;
             if compiles == 3 && fault == "crash-on-3" {
@@ -33,6 +71,15 @@ fn main() {
                 eprintln!("aborting on purpose at compile #3");
                 std::process::abort();
             }
+            if fault == "stderr-flood" {
+                flood_stderr();
+                std::process::exit(1);
+            }
+            if fault == "fork-and-exit" {
+                start_lingering_copy(pids_file.as_deref());
+                eprintln!("exiting, with a child holding the pipes open");
+                std::process::exit(0);
+            }
             if frame.header["operator"].get("join").is_some() {
                 joins.insert(frame.id());
             }
@@ -40,9 +87,7 @@ fn main() {
         if frame.kind() == "execute" {
             if fault == "hang-on-join" && joins.contains(&frame.id()) {
                 eprintln!("hanging on purpose");
-                loop {
-                    std::thread::sleep(std::time::Duration::from_secs(3600));
-                }
+                sleep_forever();
             }
             if fault == "garbage" {
                 let _ = stdout.write_all(b"\xff\xff\xff\x7fthis is not a frame");
@@ -61,5 +106,63 @@ fn main() {
         if write_reply(&mut stdout, &reply).is_err() || frame.kind() == "shutdown" {
             return;
         }
+        if fault == "stop-reading" && frame.kind() == "compile" {
+            eprintln!("no longer reading, on purpose");
+            sleep_forever();
+        }
+    }
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// 300 MiB of one line, in 1 MiB writes.
+fn flood_stderr() {
+    let chunk = vec![b'x'; 1 << 20];
+    let mut stderr = std::io::stderr().lock();
+    for _ in 0..FLOOD_BYTES / chunk.len() {
+        if stderr.write_all(&chunk).is_err() {
+            return;
+        }
+    }
+    let _ = stderr.flush();
+}
+
+/// A copy of this program that inherits the pipes and sleeps.
+fn start_lingering_copy(pids_file: Option<&str>) {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut command = std::process::Command::new(exe);
+    command.arg("linger");
+    if let Some(file) = pids_file {
+        command.arg(file);
+    }
+    if let Ok(child) = command.spawn() {
+        // Wait until it has recorded itself, so the test knows of it.
+        if let Some(file) = pids_file {
+            let pid = child.id().to_string();
+            for _ in 0..500 {
+                let recorded = std::fs::read_to_string(file).unwrap_or_default();
+                if recorded.lines().any(|l| l == pid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        drop(child);
+    }
+}
+
+fn record_pid(file: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+    {
+        let _ = writeln!(f, "{}", std::process::id());
     }
 }
