@@ -436,6 +436,8 @@ fn write_within(
 
 struct DeadlineWriter<'a> {
     stdin: &'a mut ChildStdin,
+    /// Used where the pipe can be non-blocking (Unix).
+    #[cfg_attr(not(unix), allow(dead_code))]
     deadline: Instant,
 }
 
