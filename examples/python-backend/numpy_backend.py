@@ -5,6 +5,11 @@ It speaks the dmlcts backend protocol (docs/backend-protocol.md) on stdin/stdout
 
     cargo xtask conformance --backend numpy      # named in backends.yaml
     cargo xtask conformance --backend 'process:python3 examples/python-backend/numpy_backend.py'
+    dmlcts conformance --backend 'process:python3 /path/to/numpy_backend.py'   # installed
+
+It acts as a device at any feature level: `hello` offers them all (`feature_levels`), and each
+`compile` names the level to judge the descriptor at. The per-level tables come from the
+repository's specs/ files (PyYAML reads them), the one copy of the pages' tables.
 
 Each tensor is a numpy view made with as_strided over the buffer the harness sent, so strides
 (padding, permutations, broadcast, holes) cost nothing; each operator is one slicing
@@ -14,10 +19,18 @@ assignment per output or input.
 import json
 import struct
 import sys
+from pathlib import Path
 
 import numpy as np
+import yaml
 
 PROTOCOL = 1
+
+# Every DML_FEATURE_LEVEL; a compile may ask for any of them.
+LEVELS = ["1_0", "2_0", "2_1", "3_0", "3_1", "4_0", "4_1",
+          "5_0", "5_1", "5_2", "6_0", "6_1", "6_2", "6_3", "6_4"]
+DEFAULT_LEVEL = "4_1"
+SPECS = Path(__file__).resolve().parents[2] / "specs"
 
 # Little-endian, as the protocol's payloads are.
 DTYPES = {
@@ -63,6 +76,21 @@ def write_frame(stream, header, payloads=()):
 
 
 # ---------------------------------------------------------------- validation
+
+def level_key(level):
+    major, minor = level.split("_")
+    return int(major), int(minor)
+
+
+def load_spec(op):
+    """The operator's introduction level and its "Tensor support" rows, highest level first."""
+    spec = yaml.safe_load((SPECS / f"{op}.yaml").read_text())
+    rows = sorted(spec["tensor_support"], key=lambda row: level_key(row["level"]), reverse=True)
+    return spec["introduced"], rows
+
+
+SPEC = {op: load_spec(op) for op in ("split", "join", "slice1")}
+
 
 class Rejected(Exception):
     def __init__(self, rule, reason):
@@ -138,9 +166,22 @@ def check_same(op, reference_name, reference, others):
     for name, t in others:
         if t["data_type"] != reference["data_type"]:
             raise Rejected(f"{op}.same_data_type", f"{name} and {reference_name} differ in type")
-    for name, t in [(reference_name, reference)] + others:
-        if not 1 <= len(t["sizes"]) <= 8:
-            raise Rejected(f"{op}.dimension_count_supported", f"{name}: {len(t['sizes'])} dimensions")
+
+
+def check_support(op, level, tensors):
+    """The page's "Tensor support" table: the row with the highest level not above `level`.
+    `tensors` are (table row name, field name, tensor)."""
+    row = next((r for r in SPEC[op][1] if level_key(r["level"]) <= level_key(level)), None)
+    if row is None:
+        raise Rejected("operator.introduced_at_level", f"{op} has no tensor support at {level}")
+    for row_name, name, t in tensors:
+        support = next(s for s in row["tensors"] if s["name"] == row_name)
+        low, high = support["dimension_counts"]
+        if not low <= len(t["sizes"]) <= high:
+            raise Rejected(f"{op}.dimension_count_supported",
+                           f"{name}: {len(t['sizes'])} dimensions; {low} to {high} at {level}")
+        if t["data_type"] not in support["data_types"]:
+            raise Rejected(f"{op}.data_type_supported", f"{name}: {t['data_type']} at {level}")
 
 
 def check_axis(op, axis, whole, parts, total_rule):
@@ -158,8 +199,10 @@ def check_axis(op, axis, whole, parts, total_rule):
         raise Rejected(total_rule, f"axis sizes sum to {total}, not {whole['sizes'][axis]}")
 
 
-def validate(operator):
+def validate(operator, level):
     (kind, d), = operator.items()
+    if level_key(level) < level_key(SPEC[kind][0]):
+        raise Rejected("operator.introduced_at_level", f"{kind} was introduced in {SPEC[kind][0]}")
     if kind == "split":
         if not d["outputs"]:
             raise Rejected("split.output_count_nonzero", "OutputCount is 0")
@@ -168,6 +211,8 @@ def validate(operator):
             check_tensor(f"OutputTensors[{i}]", t, True)
         check_same("split", "InputTensor", d["input"],
                    [(f"OutputTensors[{i}]", t) for i, t in enumerate(d["outputs"])])
+        check_support("split", level, [("InputTensor", "InputTensor", d["input"])] +
+                      [("OutputTensors", f"OutputTensors[{i}]", t) for i, t in enumerate(d["outputs"])])
         check_axis("split", d["axis"], d["input"], d["outputs"], "split.output_sizes_sum_to_input")
     elif kind == "join":
         if not d["inputs"]:
@@ -177,6 +222,9 @@ def validate(operator):
         check_tensor("OutputTensor", d["output"], True)
         check_same("join", "OutputTensor", d["output"],
                    [(f"InputTensors[{i}]", t) for i, t in enumerate(d["inputs"])])
+        check_support("join", level,
+                      [("InputTensors", f"InputTensors[{i}]", t) for i, t in enumerate(d["inputs"])] +
+                      [("OutputTensor", "OutputTensor", d["output"])])
         check_axis("join", d["axis"], d["output"], d["inputs"], "join.input_sizes_sum_to_output")
     elif kind == "slice1":
         rank = d["dimension_count"]
@@ -186,6 +234,8 @@ def validate(operator):
         check_tensor("InputTensor", d["input"], False)
         check_tensor("OutputTensor", d["output"], True)
         check_same("slice1", "InputTensor", d["input"], [("OutputTensor", d["output"])])
+        check_support("slice1", level, [("InputTensor", "InputTensor", d["input"]),
+                                        ("OutputTensor", "OutputTensor", d["output"])])
         if len(d["input"]["sizes"]) != rank:
             raise Rejected("slice1.dimension_count_matches_tensors", "DimensionCount differs from the tensors")
         for i in range(rank):
@@ -264,13 +314,17 @@ def main():
         kind, rid = header.get("type"), header.get("id")
         if kind == "hello":
             write_frame(stdout, {
-                "type": "hello", "protocol": PROTOCOL, "name": "numpy", "feature_level": "4_1",
-                "data_types": list(DTYPES),
+                "type": "hello", "protocol": PROTOCOL, "name": "numpy", "feature_level": DEFAULT_LEVEL,
+                "feature_levels": LEVELS, "data_types": list(DTYPES),
                 "device": f"numpy {np.__version__} on Python {sys.version.split()[0]}",
             })
         elif kind == "compile":
+            level = header.get("feature_level", DEFAULT_LEVEL)
+            if level not in LEVELS:
+                write_frame(stdout, {"type": "error", "id": rid, "message": f"feature level {level!r} not offered"})
+                continue
             try:
-                validate(header["operator"])
+                validate(header["operator"], level)
                 compiled[rid] = header["operator"]
                 write_frame(stdout, {"type": "accepted", "id": rid})
             except Rejected as r:

@@ -10,6 +10,9 @@
 
 mod copy;
 mod plan;
+mod serve;
+
+pub use serve::serve_stdio;
 
 use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{

@@ -5,13 +5,15 @@ use crate::Host;
 use clap::Args;
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
+use dmlcts_harness::DeviceFactory;
 use dmlcts_harness::shell_word;
 use dmlcts_oracle::OracleBackend;
-use dmlcts_protocol::{ProcessBackend, ProcessOptions};
+use dmlcts_protocol::{ProcessBackend, ProcessBackendAtLevel, ProcessOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What `--backend` and its companion options ask for.
@@ -29,7 +31,43 @@ pub struct BackendRequest {
 }
 
 /// Makes a backend from a request (`resolve` with a host, or a test's own).
-pub type Resolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Box<dyn Backend>, String>;
+pub type Resolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Resolved, String>;
+
+/// A resolved backend: as asked (at `--feature-level`, or its default level), and, for one
+/// that can act at several levels, a device at any level.
+pub struct Resolved {
+    pub backend: Arc<dyn Backend>,
+    /// None: it exists at one level only (a fixed DLL, a server that offers no levels).
+    pub at_level: Option<DeviceFactory<'static>>,
+}
+
+impl Resolved {
+    /// A backend that exists at one level only.
+    pub fn single(backend: Arc<dyn Backend>) -> Resolved {
+        Resolved {
+            backend,
+            at_level: None,
+        }
+    }
+
+    /// A backend that `make` can have at any level (`backend` itself at its own).
+    pub fn per_level(
+        backend: Arc<dyn Backend>,
+        make: impl Fn(FeatureLevel) -> Arc<dyn Backend> + 'static,
+    ) -> Resolved {
+        let first = backend.clone();
+        Resolved {
+            backend,
+            at_level: Some(Box::new(move |level| {
+                if level == first.feature_level() {
+                    first.clone()
+                } else {
+                    make(level)
+                }
+            })),
+        }
+    }
+}
 
 pub const BUILT_IN: &[(&str, &str)] = &[
     ("cpu", "the fast CPU implementation (default)"),
@@ -71,17 +109,14 @@ pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
 
 #[derive(Debug, Args)]
 pub struct ServeCpuArgs {
-    /// Validate as a device at this level
-    #[arg(long, value_name = "X_Y", value_parser = crate::parse_feature_level, default_value = "4_1")]
-    pub feature_level: FeatureLevel,
+    /// Validate as a device at this level only [default: every level, as each compile asks]
+    #[arg(long, value_name = "X_Y", value_parser = crate::parse_feature_level)]
+    pub feature_level: Option<FeatureLevel>,
 }
 
 /// `serve-cpu`: the CPU backend as a protocol server on stdin/stdout.
 pub fn serve_cpu_main(args: &ServeCpuArgs) -> i32 {
-    let backend = CpuBackend::at_level(args.feature_level);
-    let stdin = std::io::stdin().lock();
-    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    match dmlcts_protocol::serve(&backend, stdin, stdout) {
+    match dmlcts_backend_cpu::serve_stdio(args.feature_level) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("dmlcts serve-cpu: {e}");
@@ -138,7 +173,7 @@ fn process(
     request: &BackendRequest,
     working_dir: Option<PathBuf>,
     startup_timeout: Option<Duration>,
-) -> Result<Box<dyn Backend>, String> {
+) -> Result<Resolved, String> {
     let mut options = ProcessOptions::new(command);
     options.name = name.to_string();
     options.working_dir = working_dir;
@@ -148,46 +183,74 @@ fn process(
     if let Some(timeout) = startup_timeout {
         options.startup_timeout = timeout;
     }
-    Ok(Box::new(ProcessBackend::start(options)?))
+    let process = Arc::new(ProcessBackend::start(options)?);
+    if process.feature_levels().is_empty() {
+        return Ok(Resolved::single(process));
+    }
+    // The server offers levels: one process, a device at each level it offers.
+    let at = {
+        let process = process.clone();
+        move |level| -> Arc<dyn Backend> {
+            match ProcessBackendAtLevel::new(process.clone(), level) {
+                Some(device) => Arc::new(device),
+                None => process.clone(),
+            }
+        }
+    };
+    let backend = match request.feature_level {
+        Some(level) => at(level),
+        None => process,
+    };
+    Ok(Resolved::per_level(backend, at))
 }
 
 /// The command that serves the CPU backend: this very program's hidden `serve-cpu`.
-fn cpu_server_command(level: FeatureLevel) -> Result<String, String> {
+/// Pinned to `level`, it serves that level only; otherwise every level.
+fn cpu_server_command(level: Option<FeatureLevel>) -> Result<String, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program to run `serve-cpu`: {e}"))?;
-    Ok(format!(
-        "{} serve-cpu --feature-level {level}",
-        shell_word(&exe.display().to_string())
-    ))
+    let mut command = format!("{} serve-cpu", shell_word(&exe.display().to_string()));
+    if let Some(level) = level {
+        command.push_str(&format!(" --feature-level {level}"));
+    }
+    Ok(command)
 }
 
-pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Box<dyn Backend>, String> {
+pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String> {
     let level = request.feature_level;
+    let first_level = level.unwrap_or(FeatureLevel::L4_1);
     match request.name.as_str() {
         "cpu" => {
-            return Ok(Box::new(CpuBackend::at_level(
-                level.unwrap_or(FeatureLevel::L4_1),
-            )));
+            return Ok(Resolved::per_level(
+                Arc::new(CpuBackend::at_level(first_level)),
+                |level| Arc::new(CpuBackend::at_level(level)),
+            ));
         }
         "oracle" => {
-            return Ok(Box::new(OracleBackend::new(
-                level.unwrap_or(FeatureLevel::L4_1),
-            )));
+            return Ok(Resolved::per_level(
+                Arc::new(OracleBackend::new(first_level)),
+                |level| Arc::new(OracleBackend::new(level)),
+            ));
         }
         "wgpu" => {
             let mut options = WgpuOptions::default();
             if request.adapter.is_some() {
                 options.adapter = request.adapter.clone();
             }
-            options.feature_level = level.unwrap_or(FeatureLevel::L4_1);
-            let backend = WgpuBackend::new(options);
+            options.feature_level = first_level;
+            let backend = WgpuBackend::new(options.clone());
             // CI sets this so that a missing adapter fails the run instead of skipping it.
             if let Some(reason) = backend.unavailable_reason()
                 && std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_some()
             {
                 return Err(format!("DMLCTS_REQUIRE_WGPU_ADAPTER is set and {reason}"));
             }
-            return Ok(Box::new(backend));
+            return Ok(Resolved::per_level(Arc::new(backend), move |level| {
+                Arc::new(WgpuBackend::new(WgpuOptions {
+                    feature_level: level,
+                    ..options.clone()
+                }))
+            }));
         }
         "directml" => {
             let script = (host.directml)()?;
@@ -206,7 +269,7 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Box<dyn Backend>
             );
         }
         "cpu-process" => {
-            let command = cpu_server_command(level.unwrap_or(FeatureLevel::L4_1))?;
+            let command = cpu_server_command(level)?;
             return process(&command, "cpu-process", request, None, None);
         }
         _ => {}

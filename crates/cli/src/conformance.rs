@@ -6,7 +6,7 @@ use clap::Args;
 use dmlcts_harness::report::{
     Expectations, RunInfo, Summary, json_report, junit_report, load_error_result,
 };
-use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, SkipCheck, Status, run_case};
+use dmlcts_harness::{Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case};
 use dmlcts_tensor::FeatureLevel;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -87,11 +87,12 @@ impl ConformanceArgs {
 
 /// Runs the conformance command; returns the process exit status (0 iff nothing failed).
 pub fn conformance_main(args: &ConformanceArgs, host: &Host) -> i32 {
-    conformance_with(args, &|request| resolve(host, request))
+    conformance_with(args, host.program, &|request| resolve(host, request))
 }
 
 /// The conformance command with a backend made by `resolve` (tests pass their own).
-pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
+/// `host_program` starts the replay commands (`cargo xtask`, `dmlcts`).
+pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Resolver<'_>) -> i32 {
     let corpus = if args.cases.is_empty() {
         Corpus::embedded()
     } else {
@@ -126,13 +127,15 @@ pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
         backend_config: args.backend.backend_config.clone(),
         adapter: args.backend.adapter.clone(),
     };
-    let backend = match resolve(&request) {
-        Ok(backend) => backend,
+    let starting = Instant::now();
+    let resolved = match resolve(&request) {
+        Ok(resolved) => resolved,
         Err(e) => {
             eprintln!("error: --backend {backend_name}: {e}");
             return 2;
         }
     };
+    let resolve_time = starting.elapsed();
     let expectations = match &args.expectations {
         Some(path) => match Expectations::load(path) {
             Ok(e) => Some(e),
@@ -143,29 +146,47 @@ pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
         },
         None => None,
     };
-    let options = RunOptions {
-        feature_level: args.feature_level,
-        strict_level: args.strict_level,
-        replay_hint: None,
+    let backend = resolved.backend.clone();
+    let strict = if args.strict_level { " (strict)" } else { "" };
+    let (level_text, mut devices) = match (args.feature_level, resolved.at_level) {
+        (Some(level), _) => (
+            format!("feature level {level}{strict}"),
+            Devices::pinned(backend.clone(), level, args.strict_level),
+        ),
+        (None, Some(at_level)) => (
+            "each case at its own feature level".to_string(),
+            Devices::per_case(at_level, args.strict_level),
+        ),
+        (None, None) => {
+            let only = backend.clone();
+            (
+                format!(
+                    "feature level {}{strict} (the only level it offers)",
+                    backend.feature_level()
+                ),
+                Devices::per_case(Box::new(move |_| only.clone()), args.strict_level),
+            )
+        }
     };
-    let level = args
-        .feature_level
-        .unwrap_or_else(|| backend.feature_level());
-    let info = RunInfo {
+    let mut info = RunInfo {
         backend: backend.name(),
         device: backend.device(),
-        feature_level: level.to_string(),
+        feature_level: match args.feature_level {
+            Some(level) => level.to_string(),
+            None if level_text.starts_with("each") => "each case's own".to_string(),
+            None => backend.feature_level().to_string(),
+        },
         strict_level: args.strict_level,
+        ..RunInfo::default()
     };
     println!(
-        "dmlcts conformance: backend {} ({}), feature level {level}{}, {} cases",
+        "dmlcts conformance: backend {} ({}), {level_text}, {} cases",
         info.backend,
         if info.device.is_empty() {
             "no device description"
         } else {
             &info.device
         },
-        if args.strict_level { " (strict)" } else { "" },
         cases.len()
     );
 
@@ -177,9 +198,11 @@ pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
     let mut progress = Progress::new(cases.len());
     let mut skip_check = SkipCheck::default();
     for case in &cases {
-        let result = run_case(backend.as_ref(), case, &options);
+        let (device, mut options) = devices.for_case(case);
+        options.program = Some(host_program.to_string());
+        let result = run_case(device.as_ref(), case, &options);
         let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
-        skip_check.record(backend.as_ref(), case, &options, skipped);
+        skip_check.record(device.as_ref(), case, &options, skipped);
         if result.status == Status::Failed {
             progress.clear();
             println!("{}", result.failure_report());
@@ -199,7 +222,9 @@ pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
         results.push(result);
     }
     progress.clear();
-    let elapsed = started.elapsed();
+    // Making a device at a new level is start-up too (a GPU device, a Python import).
+    info.startup = resolve_time + devices.startup();
+    info.cases_time = started.elapsed().saturating_sub(devices.startup());
 
     if let Some(expectations) = &expectations {
         let stale = expectations.apply(&info.backend, &info.device, &mut results);
@@ -218,7 +243,15 @@ pub fn conformance_with(args: &ConformanceArgs, resolve: Resolver<'_>) -> i32 {
             summary.expected_failures
         );
     }
-    println!("ran in {:.3} s", elapsed.as_secs_f64());
+    if args.verbose {
+        print_levels(&results);
+    }
+    println!(
+        "backend start-up {:.3} s; {} cases ran in {:.3} s",
+        info.startup.as_secs_f64(),
+        cases.len(),
+        info.cases_time.as_secs_f64()
+    );
     let mut status = if summary.failed == 0 { 0 } else { 1 };
     if let Some(failure) = skip_check.failure(&info.backend) {
         println!("error: {failure}");
@@ -250,6 +283,19 @@ fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     std::fs::write(path, text)
+}
+
+/// `--verbose`: the summary per case feature level.
+fn print_levels(results: &[CaseResult]) {
+    println!("by the cases' feature level:");
+    for (level, summary) in Summary::by_level(results) {
+        let expected = if summary.expected_failures > 0 {
+            format!(", {} expected failures", summary.expected_failures)
+        } else {
+            String::new()
+        };
+        println!("  {level}: {}{expected}", summary.line());
+    }
 }
 
 fn print_skip_reasons(results: &[CaseResult]) {

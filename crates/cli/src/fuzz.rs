@@ -72,7 +72,7 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         ..Default::default()
     };
     let backend = match resolve(host, &request) {
-        Ok(b) => b,
+        Ok(resolved) => resolved.backend,
         Err(e) => {
             eprintln!("error: --backend {backend_name}: {e}");
             return 2;

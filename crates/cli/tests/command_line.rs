@@ -121,3 +121,99 @@ fn the_embedded_corpus_runs_from_any_folder_in_and_out_of_process() {
         assert_eq!(last, "8 passed, 0 failed, 0 skipped", "{backend}: {stdout}");
     }
 }
+
+fn corpus_size() -> usize {
+    dmlcts_harness::Corpus::embedded().cases.len()
+}
+
+#[test]
+fn the_whole_corpus_runs_each_case_at_its_own_level() {
+    let n = corpus_size();
+    for backend in ["cpu", "oracle", "cpu-process"] {
+        let json = std::env::temp_dir().join(format!("dmlcts-levels-{backend}.json"));
+        let out = dmlcts(&[
+            "conformance",
+            "--backend",
+            backend,
+            "--json",
+            json.to_str().expect("a UTF-8 path"),
+        ]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{backend}: {stdout}");
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert!(
+            lines[0].ends_with(&format!("each case at its own feature level, {n} cases")),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[lines.len() - 1],
+            format!("{n} passed, 0 failed, 0 skipped")
+        );
+        assert!(
+            lines[lines.len() - 2].starts_with("backend start-up ")
+                && lines[lines.len() - 2].contains(&format!("; {n} cases ran in ")),
+            "{}",
+            lines[lines.len() - 2]
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON report"))
+                .expect("JSON");
+        let _ = std::fs::remove_file(&json);
+        let summary = &report["summary"];
+        assert_eq!(summary["feature_level"], "each case's own");
+        let by_level = summary["by_level"].as_object().expect("by_level");
+        let passed: u64 = by_level
+            .values()
+            .map(|s| s["passed"].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(passed as usize, n);
+        assert!(by_level.contains_key("1_0") && by_level.contains_key("4_1"));
+        let case = &report["cases"][0];
+        assert_eq!(case["feature_level"], case["run_level"], "{case}");
+    }
+}
+
+#[test]
+fn a_backend_at_one_level_reports_its_level_bound_skips_in_one_line() {
+    // The CPU server pinned to 4_1 offers no other level, as real DirectML offers one.
+    let server = format!(
+        "process:{} serve-cpu --feature-level 4_1",
+        env!("CARGO_BIN_EXE_dmlcts")
+    );
+    let out = dmlcts(&["conformance", "--backend", &server, "--verbose"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("feature level 4_1 (the only level it offers)"),
+        "{stdout}"
+    );
+    let summary = stdout.lines().last().expect("a summary");
+    let skipped: usize = summary
+        .split(", ")
+        .find_map(|part| part.strip_suffix(" skipped"))
+        .and_then(|n| n.parse().ok())
+        .expect("a skipped count");
+    assert!(
+        skipped > 0 && summary.contains(" passed, 0 failed, "),
+        "{summary}"
+    );
+    let reasons: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "skipped, by reason:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(
+        reasons,
+        [format!(
+            "  {skipped:5}  checks another level's feature-level table; running at 4_1"
+        )]
+    );
+    // --verbose breaks the run down by the cases' level: 4_1's cases all ran.
+    let level_4_1 = stdout
+        .lines()
+        .find(|l| l.starts_with("  4_1: "))
+        .expect("a 4_1 line");
+    assert!(level_4_1.ends_with(", 0 failed, 0 skipped"), "{level_4_1}");
+}

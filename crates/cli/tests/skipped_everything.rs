@@ -4,11 +4,13 @@
 
 use clap::Parser;
 use dmlcts_cli::ConformanceArgs;
+use dmlcts_cli::backends::Resolved;
 use dmlcts_cli::conformance::conformance_with;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
 };
+use std::sync::Arc;
 
 /// The oracle, claiming no data type at all (or, with `unavailable`, not available).
 struct ClaimsNothing {
@@ -42,11 +44,11 @@ struct Words {
 
 fn conformance(words: &[&str], unavailable: bool) -> i32 {
     let args = Words::parse_from(std::iter::once("conformance").chain(words.iter().copied())).args;
-    conformance_with(&args, &|_| {
-        Ok(Box::new(ClaimsNothing {
+    conformance_with(&args, "dmlcts", &|_| {
+        Ok(Resolved::single(Arc::new(ClaimsNothing {
             oracle: OracleBackend::new(FeatureLevel::L4_1),
             unavailable,
-        }))
+        })))
     })
 }
 

@@ -4,6 +4,7 @@
 mod case;
 pub mod compare;
 pub mod data;
+mod devices;
 pub mod fuzz;
 pub mod generate;
 mod libtest;
@@ -13,6 +14,7 @@ pub mod strategies;
 pub mod versions;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
+pub use devices::{DeviceFactory, Devices};
 pub use libtest::{corpus_trials, libtest_main, libtest_run};
 pub use runner::{
     CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, shell_word,

@@ -10,11 +10,11 @@
 //! ```
 
 use crate::case::Corpus;
+use crate::devices::Devices;
 use crate::report::load_error_result;
-use crate::runner::{RunOptions, SkipCheck, Status, run_case, skip_reason};
+use crate::runner::{SkipCheck, Status, run_case, skip_reason};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use libtest_mimic::{Arguments, Failed, Trial};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Runs the embedded corpus (plus the files or folders in `DMLCTS_CASES`, separated by
@@ -70,7 +70,7 @@ fn trials_and_skip_check(
         corpus.cases.extend(more.cases);
         corpus.errors.extend(more.errors);
     }
-    let mut backends: HashMap<FeatureLevel, Arc<dyn Backend>> = HashMap::new();
+    let mut devices = Devices::per_case(Box::new(|level| Arc::from(make_backend(level))), false);
     let mut trials = Vec::new();
     let mut check = SkipCheck::default();
     let mut backend_name = String::new();
@@ -83,15 +83,7 @@ fn trials_and_skip_check(
         ));
     }
     for case in corpus.cases {
-        let backend = backends
-            .entry(case.feature_level)
-            .or_insert_with(|| Arc::from(make_backend(case.feature_level)))
-            .clone();
-        let options = RunOptions {
-            feature_level: None,
-            strict_level: backend.feature_level() == case.feature_level,
-            replay_hint: None,
-        };
+        let (backend, options) = devices.for_case(&case);
         let kind = case.op.kind().name();
         let name = case.name.clone();
         let skip = skip_reason(backend.as_ref(), &case, &options);

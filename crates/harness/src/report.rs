@@ -3,7 +3,9 @@
 use crate::case::LoadError;
 use crate::runner::{CaseResult, Status};
 use crate::versions::{VersionSpec, device_version};
+use dmlcts_tensor::FeatureLevel;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
@@ -30,6 +32,20 @@ impl Summary {
         summary
     }
 
+    /// One summary per case feature level (cases that loaded; a load error has no level).
+    pub fn by_level(results: &[CaseResult]) -> BTreeMap<FeatureLevel, Summary> {
+        let mut levels: BTreeMap<FeatureLevel, Vec<CaseResult>> = BTreeMap::new();
+        for result in results {
+            if let Some(level) = result.feature_level {
+                levels.entry(level).or_default().push(result.clone());
+            }
+        }
+        levels
+            .into_iter()
+            .map(|(level, results)| (level, Summary::of(&results)))
+            .collect()
+    }
+
     /// The closing line: `N passed, M failed, K skipped`.
     pub fn line(&self) -> String {
         format!(
@@ -53,6 +69,8 @@ pub fn load_error_result(error: &LoadError) -> CaseResult {
         details: format!("  {error}\n"),
         notes: Vec::new(),
         duration: Duration::ZERO,
+        feature_level: None,
+        run_level: None,
     }
 }
 
@@ -158,8 +176,13 @@ impl Expectations {
 pub struct RunInfo {
     pub backend: String,
     pub device: String,
+    /// The level the run was at: one level, or "each case's own".
     pub feature_level: String,
     pub strict_level: bool,
+    /// Starting the backend: processes, adapters, a device per level.
+    pub startup: Duration,
+    /// Running the cases, start-up excluded.
+    pub cases_time: Duration,
 }
 
 pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
@@ -176,6 +199,8 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
                 "details": r.details,
                 "notes": r.notes,
                 "duration_us": r.duration.as_micros() as u64,
+                "feature_level": r.feature_level.map(|l| l.to_string()),
+                "run_level": r.run_level.map(|l| l.to_string()),
             })
         })
         .collect();
@@ -190,6 +215,22 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
             "version": device_version(&info.device).map(|v| v.to_string()),
             "feature_level": info.feature_level,
             "strict_level": info.strict_level,
+            "startup_s": info.startup.as_secs_f64(),
+            "cases_s": info.cases_time.as_secs_f64(),
+            "by_level": Summary::by_level(results)
+                .into_iter()
+                .map(|(level, s)| {
+                    (
+                        level.to_string(),
+                        serde_json::json!({
+                            "passed": s.passed,
+                            "failed": s.failed,
+                            "skipped": s.skipped,
+                            "expected_failures": s.expected_failures,
+                        }),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>(),
         },
         "cases": cases,
     });
@@ -283,6 +324,8 @@ mod tests {
             details: String::new(),
             notes: Vec::new(),
             duration: Duration::ZERO,
+            feature_level: None,
+            run_level: None,
         }
     }
 

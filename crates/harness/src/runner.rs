@@ -24,6 +24,8 @@ pub struct RunOptions {
     /// Require rejection of what the tables do not support at the running level. Without
     /// it, a backend may accept such a descriptor, but must then execute it correctly.
     pub strict_level: bool,
+    /// How the replay command starts: `cargo xtask` (the default) or `dmlcts`.
+    pub program: Option<String>,
     /// Appended to the replay command (e.g. `--cases path`), when the case file is not
     /// enough to find it.
     pub replay_hint: Option<String>,
@@ -62,6 +64,10 @@ pub struct CaseResult {
     /// Observations that are not failures (e.g. the backend wrote unaddressed bytes).
     pub notes: Vec<String>,
     pub duration: Duration,
+    /// The case's own feature level (None: a case file that did not load).
+    pub feature_level: Option<FeatureLevel>,
+    /// The level it ran at: the device's, or `--feature-level`.
+    pub run_level: Option<FeatureLevel>,
 }
 
 impl CaseResult {
@@ -75,6 +81,8 @@ impl CaseResult {
             details: String::new(),
             notes: Vec::new(),
             duration: Duration::ZERO,
+            feature_level: Some(case.feature_level),
+            run_level: None,
         }
     }
 
@@ -104,6 +112,11 @@ fn fail(check: impl Into<String>, details: impl Into<String>) -> Outcome {
 pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> CaseResult {
     let started = Instant::now();
     let mut result = CaseResult::new(case);
+    result.run_level = Some(
+        options
+            .feature_level
+            .unwrap_or_else(|| backend.feature_level()),
+    );
     let outcome = run_checks(backend, case, options, &mut result.notes);
     match outcome {
         Outcome::Pass => {}
@@ -133,7 +146,8 @@ pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Cas
 /// The command that runs just this case again, the same way.
 pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) -> String {
     let mut command = format!(
-        "cargo xtask conformance --backend {} --cases {} --filter {} --exact",
+        "{} conformance --backend {} --cases {} --filter {} --exact",
+        options.program.as_deref().unwrap_or("cargo xtask"),
         shell_word(&backend.name()),
         shell_word(&case.file),
         case.name
@@ -402,8 +416,10 @@ fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -
     if case.rejection_depends_on_level() {
         // A rejection by a feature-level table holds wherever that same table row applies.
         if !same_table_row(case, level, stored_level) {
+            // One reason for all such cases, whichever table: a backend that exists at one
+            // level only (real DirectML) gets one line, and the per-level breakdown says more.
             return Some(format!(
-                "checks the feature level {stored_level} table; running at {level}"
+                "checks another level's feature-level table; running at {level}"
             ));
         }
     } else if level < stored_level {

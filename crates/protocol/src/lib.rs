@@ -5,15 +5,18 @@
 //! - [`descriptor`]: operator descriptors as JSON, with the case format's field names.
 //! - [`serve`]: turns any in-process `Backend` into a protocol server on a reader and writer.
 //! - [`ProcessBackend`]: a `Backend` that runs a server as a child process, with per-request
-//!   timeouts, and a fresh child after a crash, a hang or a protocol violation.
+//!   timeouts, and a fresh child after a crash, a hang or a protocol violation;
+//!   [`ProcessBackendAtLevel`] is it as a device at one of the levels its server offers.
 
 pub mod descriptor;
 pub mod frame;
+mod levels;
 mod process;
 mod server;
 
+pub use levels::ProcessBackendAtLevel;
 pub use process::{ProcessBackend, ProcessOptions};
-pub use server::{Server, serve, write_reply};
+pub use server::{Server, serve, serve_levels, write_reply};
 
 /// The protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u64 = 1;

@@ -63,6 +63,8 @@ impl ProcessOptions {
 struct Hello {
     name: String,
     feature_level: FeatureLevel,
+    /// The levels a `compile` may ask for (`feature_levels`); empty: the claimed one only.
+    feature_levels: Vec<FeatureLevel>,
     data_types: Vec<DataType>,
     device: String,
 }
@@ -381,9 +383,26 @@ fn parse_hello(frame: &Frame) -> Result<Hello, String> {
             ));
         }
     };
+    let feature_levels = match frame.header.get("feature_levels") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(levels)) => levels
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .and_then(FeatureLevel::parse)
+                    .ok_or_else(|| format!("bad level {v} in \"feature_levels\""))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(other) => {
+            return Err(format!(
+                "\"feature_levels\" must be an array of levels, found {other}"
+            ));
+        }
+    };
     Ok(Hello {
         name: text("name")?,
         feature_level,
+        feature_levels,
         data_types,
         device: text("device")?,
     })
@@ -695,8 +714,27 @@ impl Backend for ProcessBackend {
     }
 
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        self.compile_at(op, None)
+    }
+}
+
+impl ProcessBackend {
+    /// The levels the server said a `compile` may ask for (empty: only its claimed one).
+    pub fn feature_levels(&self) -> &[FeatureLevel] {
+        &self.hello.feature_levels
+    }
+
+    /// Compiles as a device at `level` (one of `feature_levels`), or at the claimed level.
+    pub fn compile_at(
+        &self,
+        op: &OperatorDesc,
+        level: Option<FeatureLevel>,
+    ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let header = json!({"type": "compile", "id": id, "operator": to_json(op)});
+        let mut header = json!({"type": "compile", "id": id, "operator": to_json(op)});
+        if let Some(level) = level {
+            header["feature_level"] = json!(level.to_string());
+        }
         let (reply, generation) = self
             .request(&header, &[], None)
             .map_err(CompileError::Failed)?;

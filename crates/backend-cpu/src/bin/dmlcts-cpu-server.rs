@@ -1,15 +1,15 @@
 //! The CPU backend as an out-of-process protocol server (docs/backend-protocol.md), on
-//! stdin/stdout. `--feature-level X_Y` makes it validate as a device at that level.
+//! stdin/stdout: a device at every feature level (each `compile` names one), or with
+//! `--feature-level X_Y` a device at that level only.
 
-use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_tensor::FeatureLevel;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let level = match args.as_slice() {
-        [] => FeatureLevel::L4_1,
+        [] => None,
         [flag, value] if flag == "--feature-level" => match FeatureLevel::parse(value) {
-            Some(level) => level,
+            Some(level) => Some(level),
             None => {
                 eprintln!("dmlcts-cpu-server: unknown feature level `{value}`");
                 std::process::exit(2);
@@ -20,10 +20,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let backend = CpuBackend::at_level(level);
-    let stdin = std::io::stdin().lock();
-    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    if let Err(e) = dmlcts_protocol::serve(&backend, stdin, stdout) {
+    if let Err(e) = dmlcts_backend_cpu::serve_stdio(level) {
         eprintln!("dmlcts-cpu-server: {e}");
         std::process::exit(1);
     }
