@@ -721,7 +721,10 @@ impl Backend for ProcessBackend {
 impl ProcessBackend {
     /// The levels the server said a `compile` may ask for (empty: only its claimed one).
     pub fn feature_levels(&self) -> &[FeatureLevel] {
-        &self.hello.feature_levels
+        match &self.hello {
+            Ok(hello) => &hello.feature_levels,
+            Err(_) => &[],
+        }
     }
 
     /// Compiles as a device at `level` (one of `feature_levels`), or at the claimed level.
