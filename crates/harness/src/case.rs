@@ -2,6 +2,7 @@
 //! folders or the copy embedded in this crate, and writing cases back out.
 
 use crate::data::{TensorData, parse_data, quote_hex_literals, seed_from_name};
+use crate::scan::{self, MAX_NESTING, TooDeep};
 use dmlcts_oracle::{spec, validate};
 use dmlcts_tensor::{
     DataType, FeatureLevel, JoinDesc, OperatorDesc, Slice1Desc, SplitDesc, TensorDesc,
@@ -20,8 +21,8 @@ mod embedded {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
     pub name: String,
-    /// The file it came from, as given (e.g. `cases/doc/split.yaml`), and the line of its
-    /// `name:`.
+    /// The file it came from, as given (e.g. `cases/doc/split.yaml`), and the line where its
+    /// mapping starts (its `- ` in block style, its `{` in flow style and JSON).
     pub file: String,
     pub line: usize,
     pub description: Option<String>,
@@ -147,8 +148,26 @@ impl Corpus {
             return;
         }
         let display = path.display().to_string();
-        match std::fs::read_to_string(path) {
-            Ok(text) => self.add_text(&display, &text),
+        match std::fs::read(path).map(String::from_utf8) {
+            Ok(Ok(text)) => self.add_text(&display, &text),
+            Ok(Err(e)) => {
+                let bytes = e.as_bytes();
+                let valid = e.utf8_error().valid_up_to();
+                let line_start = bytes[..valid]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+                self.errors.push(LoadError {
+                    file: display,
+                    line: Some(bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1),
+                    case: None,
+                    message: format!(
+                        "not UTF-8 text: byte 0x{:02X} at column {} starts no UTF-8 character",
+                        bytes[valid],
+                        valid - line_start + 1
+                    ),
+                });
+            }
             Err(e) => self.errors.push(LoadError {
                 file: display,
                 line: None,
@@ -160,21 +179,71 @@ impl Corpus {
 
     /// Parses one file's text; `file` is the name used in messages.
     pub fn add_text(&mut self, file: &str, text: &str) {
-        let raw: RawFile = match serde_yaml::from_str(&quote_hex_literals(text)) {
-            Ok(raw) => raw,
-            Err(e) => {
-                self.errors.push(LoadError {
-                    file: file.to_string(),
-                    line: e.location().map(|l| l.line()),
-                    case: None,
-                    message: without_location(&e.to_string()),
-                });
+        let file_error = |line: Option<usize>, message: String| LoadError {
+            file: file.to_string(),
+            line,
+            case: None,
+            message,
+        };
+        // Checked before parsing: the parser takes seconds on very deep nesting, ignores
+        // tags, and gives no position for an alias bomb or for each case.
+        let scan = match scan::scan(text) {
+            Ok(scan) => scan,
+            Err(TooDeep { line }) => {
+                self.errors.push(file_error(
+                    Some(line),
+                    format!(
+                        "nested more than {MAX_NESTING} levels deep (open brackets plus \
+                         indentation); case files need about 20"
+                    ),
+                ));
                 return;
             }
         };
-        let lines = name_lines(text);
-        for raw_case in raw.cases {
-            let line = lines.get(raw_case.name.as_str()).copied();
+        if let Some((line, tag)) = &scan.unknown_tag {
+            let field = field_before(text, *line, tag);
+            self.errors.push(file_error(
+                Some(*line),
+                format!("{field}: unknown YAML tag `{tag}` (case files use no tags)"),
+            ));
+            return;
+        }
+        let raw: RawFile = match serde_yaml::from_str(&quote_hex_literals(text)) {
+            Ok(raw) => raw,
+            Err(e) => {
+                let message = without_location(&e.to_string());
+                let (line, message) = match e.location() {
+                    Some(location) => (Some(location.line()), message),
+                    None if message.contains("repetition limit") => (
+                        scan.first_alias,
+                        format!(
+                            "{message}: its aliases expand to too much (the first is on this line)"
+                        ),
+                    ),
+                    None => (None, message),
+                };
+                self.errors.push(file_error(line, message));
+                return;
+            }
+        };
+        if raw.cases.is_empty() {
+            self.errors.push(file_error(
+                scan.cases_key_line,
+                format!("cases: no cases in {file}"),
+            ));
+            return;
+        }
+        let lines: Vec<Option<usize>> = if scan.case_lines.len() == raw.cases.len() {
+            scan.case_lines.into_iter().map(Some).collect()
+        } else {
+            // YAML the scan does not follow: fall back to finding each `name:` by its text.
+            let by_name = name_lines(text);
+            raw.cases
+                .iter()
+                .map(|c| by_name.get(c.name.as_str()).copied())
+                .collect()
+        };
+        for (raw_case, line) in raw.cases.iter().zip(lines) {
             match raw_case.to_case(file, line.unwrap_or(0)) {
                 Ok(case) => self.cases.push(case),
                 Err(CaseError { case, text }) => self.errors.push(LoadError {
@@ -239,8 +308,7 @@ fn without_location(message: &str) -> String {
     }
 }
 
-/// The line (1-based) of each `name:` in the file, found by text: serde_yaml gives no
-/// positions for values, and case names are unique.
+/// The line (1-based) of the first `name:` with each value, found by text.
 fn name_lines(text: &str) -> HashMap<&str, usize> {
     let mut lines = HashMap::new();
     for (index, line) in text.lines().enumerate() {
@@ -252,6 +320,23 @@ fn name_lines(text: &str) -> HashMap<&str, usize> {
         }
     }
     lines
+}
+
+/// The key a value on `line` belongs to (`split` in `    split: !weird {...}`), for messages.
+fn field_before(text: &str, line: usize, value: &str) -> String {
+    let text = text.lines().nth(line - 1).unwrap_or("");
+    let before = text.split(value).next().unwrap_or("").trim_end();
+    let key = before.strip_suffix(':').unwrap_or(before);
+    let key = key
+        .rsplit(|c: char| c.is_whitespace() || matches!(c, '{' | ',' | '[' | '-'))
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c| c == '"' || c == '\'');
+    if key.is_empty() {
+        format!("line {line}")
+    } else {
+        key.to_string()
+    }
 }
 
 struct CaseError {

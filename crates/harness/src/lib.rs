@@ -10,6 +10,7 @@ pub mod generate;
 mod libtest;
 pub mod report;
 mod runner;
+mod scan;
 pub mod strategies;
 pub mod versions;
 

@@ -9,7 +9,7 @@
 
 use crate::case::{Case, Expectation};
 use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
-use crate::data::logical_elements;
+use crate::data::{logical_elements, too_large};
 use dmlcts_oracle::{OracleOutput, execute, validate};
 use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
 use std::collections::BTreeMap;
@@ -262,14 +262,21 @@ fn run_checks(
         (Ok(()), Ok(compiled)) => compiled,
     };
 
-    // 4. Execute and compare.
+    // 4. Execute and compare; sizes first, so nothing is allocated for a case too large.
+    let outputs = case.op.outputs();
+    if let Some(reason) = case
+        .op
+        .inputs()
+        .iter()
+        .chain(&outputs)
+        .find_map(|(field, desc)| too_large(field, desc))
+    {
+        return Outcome::Skip(reason);
+    }
     let mut input_bytes = Vec::new();
     for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
         match data.materialize(desc) {
             Ok(bytes) => input_bytes.push(bytes),
-            Err(e) if desc.total_tensor_size_in_bytes > crate::data::MAX_TENSOR_BYTES => {
-                return Outcome::Skip(format!("{field}: {e}"));
-            }
             Err(e) => return fail("corpus: bad input data", format!("  {field}: {e}")),
         }
     }
@@ -282,7 +289,6 @@ fn run_checks(
     if let Some(outcome) = check_stored_expected_values(case, &reference) {
         return outcome;
     }
-    let outputs = case.op.outputs();
     let mut buffers: Vec<Vec<u8>> = outputs
         .iter()
         .map(|(_, d)| guarded_buffer(d.total_tensor_size_in_bytes as usize))

@@ -31,6 +31,21 @@ fn the_embedded_corpus_is_the_cases_folder() {
 }
 
 #[test]
+fn every_case_line_is_where_its_mapping_starts_and_names_it() {
+    for case in Corpus::embedded().cases {
+        let text = std::fs::read_to_string(repository().join(&case.file)).unwrap();
+        let line = text.lines().nth(case.line - 1).unwrap_or("");
+        let opens = line.trim_start().starts_with('-') || line.trim_start().starts_with('{');
+        assert!(
+            opens && line.contains(&format!("name: {}", case.name)),
+            "{}:{} is `{line}`",
+            case.file,
+            case.line
+        );
+    }
+}
+
+#[test]
 fn all_eight_doc_examples_are_in_the_corpus_with_expected_values() {
     let corpus = Corpus::embedded();
     let doc: Vec<_> = corpus
