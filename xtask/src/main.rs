@@ -33,7 +33,7 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
-    /// `directml setup`: prepare real DirectML under Wine (Linux)
+    /// Real DirectML under Wine (Linux): `setup`, `doctor`, `matrix` (every pinned version)
     #[command(disable_help_flag = true)]
     Directml {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -47,7 +47,8 @@ fn main() -> ExitCode {
         program: "cargo xtask",
         default_backends_file: root.join("backends.yaml"),
         default_fuzz_out: dmlcts_harness::fuzz::default_out_dir(&root),
-        directml: directml::setup,
+        directml: directml::start_command,
+        directml_names: directml::backend_names,
     };
     let status = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),

@@ -7,6 +7,7 @@ use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
 use dmlcts_harness::DeviceFactory;
 use dmlcts_harness::shell_word;
+use dmlcts_harness::versions::Version;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::{ProcessBackend, ProcessBackendAtLevel, ProcessOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
@@ -80,10 +81,6 @@ pub const BUILT_IN: &[(&str, &str)] = &[
         "WGSL compute kernels on a wgpu adapter (--adapter TEXT or DMLCTS_WGPU_ADAPTER picks one)",
     ),
     (
-        "directml",
-        "real DirectML 1.12.1; on Linux under Wine on Mesa 25 lavapipe (the checkout's `cargo xtask directml setup`)",
-    ),
-    (
         "cpu-process",
         "the CPU backend out of process, through the backend protocol",
     ),
@@ -151,10 +148,14 @@ fn load_config(path: &Path) -> Result<BackendsFile, String> {
 
 /// Every name this build and the backends file know, with a line about each.
 pub fn known(host: &Host, config: Option<&Path>) -> Vec<(String, String)> {
-    let mut all: Vec<(String, String)> = BUILT_IN
-        .iter()
-        .map(|(n, a)| (n.to_string(), a.to_string()))
-        .collect();
+    let mut all: Vec<(String, String)> = Vec::new();
+    for (name, about) in BUILT_IN {
+        all.push((name.to_string(), about.to_string()));
+        // The DirectML names, in the place `directml` always had.
+        if *name == "wgpu" {
+            all.extend((host.directml_names)());
+        }
+    }
     let path = config.unwrap_or(&host.default_backends_file);
     if let Ok(file) = load_config(path) {
         for (name, backend) in file.backends {
@@ -252,27 +253,27 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
                 }))
             }));
         }
-        "directml" => {
-            let script = (host.directml)()?;
-            let mut request = request.clone();
-            if request.process_timeout.is_none() {
-                // Wine and first-seen shaders are slow; a hang is still caught.
-                request.process_timeout = Some(Duration::from_secs(60));
-            }
-            let command = shell_word(&script.display().to_string());
-            return process(
-                &command,
-                "directml",
-                &request,
-                None,
-                Some(Duration::from_secs(300)),
-            );
-        }
         "cpu-process" => {
             let command = cpu_server_command(level)?;
             return process(&command, "cpu-process", request, None, None);
         }
         _ => {}
+    }
+    // `directml` (the newest pinned DirectML.dll) or `directml@VERSION`.
+    if let Some(command) = (host.directml)(&request.name) {
+        let command = command?;
+        let mut request = request.clone();
+        if request.process_timeout.is_none() {
+            // Wine and first-seen shaders are slow; a hang is still caught.
+            request.process_timeout = Some(Duration::from_secs(60));
+        }
+        return process(
+            &command,
+            "directml",
+            &request,
+            None,
+            Some(Duration::from_secs(300)),
+        );
     }
     if let Some(command) = request.name.strip_prefix("process:") {
         return process(command, &request.name, request, None, None);
@@ -303,22 +304,90 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
     ))
 }
 
-/// The installed binary's DirectML: the stack a dmlcts checkout's `cargo xtask directml
-/// setup` prepared, found through `DMLCTS_DIRECTML_STACK` or `target/directml-stack` under
-/// the current folder. The binary never installs system packages itself.
-pub fn find_directml_stack() -> Result<PathBuf, String> {
-    let dir = std::env::var_os("DMLCTS_DIRECTML_STACK")
+/// The installed binary's DirectML stack: the one a dmlcts checkout's `cargo xtask directml
+/// setup` prepared, found through `DMLCTS_DIRECTML_STACK` or `target/directml-stack` under the
+/// current folder. The binary never installs anything itself.
+fn directml_stack_dir() -> PathBuf {
+    std::env::var_os("DMLCTS_DIRECTML_STACK")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new("target").join("directml-stack"));
-    let script = dir.join("run-server.sh");
-    if script.is_file() {
-        return Ok(script);
+        .unwrap_or_else(|| Path::new("target").join("directml-stack"))
+}
+
+/// The versions set up in the stack (folders holding a DirectML.dll), oldest first.
+fn directml_versions(stack: &Path) -> Vec<(Version, PathBuf)> {
+    let mut versions: Vec<(Version, PathBuf)> = std::fs::read_dir(stack)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("DirectML.dll").is_file())
+        .filter_map(|e| {
+            let version = Version::parse(e.file_name().to_str()?)?;
+            Some((version, e.path()))
+        })
+        .collect();
+    versions.sort_by(|a, b| a.0.compare(&b.0));
+    versions
+}
+
+/// `directml_names` for the installed binary: `directml` and each version set up in the stack.
+pub fn found_directml_names() -> Vec<(String, String)> {
+    let stack = directml_stack_dir();
+    let mut names = vec![(
+        "directml".to_string(),
+        format!(
+            "real DirectML, the newest version set up in {} (a dmlcts checkout's `cargo xtask \
+             directml setup`)",
+            stack.display()
+        ),
+    )];
+    for (version, dir) in directml_versions(&stack) {
+        names.push((
+            format!("directml@{version}"),
+            format!("DirectML {version} ({})", dir.display()),
+        ));
     }
-    Err(format!(
-        "no DirectML stack at {}: the stack is prepared by a dmlcts checkout \
-         (`cargo xtask directml setup`, or just `cargo xtask conformance --backend directml` \
-         there); then run this from that checkout's root or set DMLCTS_DIRECTML_STACK to its \
-         target/directml-stack",
-        script.display()
-    ))
+    names
+}
+
+/// `directml` for the installed binary: finds the version's folder in the stack.
+pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
+    let wanted = match name.strip_prefix("directml@") {
+        Some(version) => Some(version),
+        None if name == "directml" => None,
+        None => return None,
+    };
+    let stack = directml_stack_dir();
+    let script = stack.join("run-server.sh");
+    if !script.is_file() {
+        return Some(Err(format!(
+            "no DirectML stack at {}: the stack is prepared by a dmlcts checkout \
+             (`cargo xtask directml setup`, or just `cargo xtask conformance --backend directml` \
+             there); then run this from that checkout's root or set DMLCTS_DIRECTML_STACK to its \
+             target/directml-stack",
+            script.display()
+        )));
+    }
+    let versions = directml_versions(&stack);
+    let found = match wanted {
+        None => versions.last(),
+        Some(wanted) => versions.iter().find(|(v, _)| v.to_string() == wanted),
+    };
+    Some(match found {
+        Some((_, dir)) => Ok(format!(
+            "{} {}",
+            shell_word(&script.display().to_string()),
+            shell_word(&dir.display().to_string())
+        )),
+        None => Err(format!(
+            "no DirectML {} in {} (set up there: {}); `cargo xtask directml setup {}` in the checkout adds it",
+            wanted.unwrap_or("version"),
+            stack.display(),
+            versions
+                .iter()
+                .map(|(v, _)| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            wanted.unwrap_or("all")
+        )),
+    })
 }

@@ -26,9 +26,12 @@ pub struct Host {
     pub default_backends_file: PathBuf,
     /// Where `fuzz` saves a minimal failing case when `--out` is not given.
     pub default_fuzz_out: PathBuf,
-    /// Prepares (or finds) the real DirectML stack and returns the command that starts its
-    /// protocol server.
-    pub directml: fn() -> Result<PathBuf, String>,
+    /// For a DirectML backend name (`directml`, the newest, or `directml@VERSION`): prepares
+    /// (or finds) that version's stack and returns the shell command that starts its protocol
+    /// server. `None` for any other name.
+    pub directml: fn(&str) -> Option<Result<String, String>>,
+    /// The DirectML backend names this host can start, each with a line about it.
+    pub directml_names: fn() -> Vec<(String, String)>,
 }
 
 /// The subcommands the `dmlcts` binary and `cargo xtask` share.

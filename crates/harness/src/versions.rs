@@ -33,8 +33,8 @@ impl Version {
         self.0.get(index).copied().unwrap_or(0)
     }
 
-    /// Numeric comparison, missing components being 0.
-    fn compare(&self, other: &Version) -> Ordering {
+    /// Numeric comparison, missing components being 0 (`1.9` and `1.9.0.0` are equal).
+    pub fn compare(&self, other: &Version) -> Ordering {
         (0..self.0.len().max(other.0.len()))
             .map(|i| self.component(i).cmp(&other.component(i)))
             .find(|o| o.is_ne())
