@@ -66,20 +66,20 @@ fn gen_cases() -> i32 {
         let full = root.join(&path);
         let unchanged = std::fs::read_to_string(&full).is_ok_and(|old| old == text);
         if unchanged {
-            println!("unchanged  {path}");
+            dmlcts_cli::say!("unchanged  {path}");
             continue;
         }
         if let Some(parent) = full.parent()
             && let Err(e) = std::fs::create_dir_all(parent)
         {
-            eprintln!("error: cannot create {}: {e}", parent.display());
+            dmlcts_cli::say_err!("error: cannot create {}: {e}", parent.display());
             return 1;
         }
         if let Err(e) = std::fs::write(&full, text) {
-            eprintln!("error: cannot write {}: {e}", full.display());
+            dmlcts_cli::say_err!("error: cannot write {}: {e}", full.display());
             return 1;
         }
-        println!("wrote      {path}");
+        dmlcts_cli::say!("wrote      {path}");
     }
     0
 }

@@ -99,7 +99,7 @@ pub struct BackendsArgs {
 
 pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
     for (name, about) in known(host, args.backend_config.as_deref()) {
-        println!("{name:16} {about}");
+        crate::say!("{name:16} {about}");
     }
     0
 }
@@ -116,7 +116,7 @@ pub fn serve_cpu_main(args: &ServeCpuArgs) -> i32 {
     match dmlcts_backend_cpu::serve_stdio(args.feature_level) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("dmlcts serve-cpu: {e}");
+            crate::say_err!("dmlcts serve-cpu: {e}");
             1
         }
     }

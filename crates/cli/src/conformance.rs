@@ -105,7 +105,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         .collect();
     if args.list {
         for case in &cases {
-            println!(
+            crate::say!(
                 "{}  ({}:{}, {}, level {})",
                 case.name,
                 case.file,
@@ -115,7 +115,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
             );
         }
         for error in &corpus.errors {
-            println!("error: {error}");
+            crate::say!("error: {error}");
         }
         return if corpus.errors.is_empty() { 0 } else { 1 };
     }
@@ -131,7 +131,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     let resolved = match resolve(&request) {
         Ok(resolved) => resolved,
         Err(e) => {
-            eprintln!("error: --backend {backend_name}: {e}");
+            crate::say_err!("error: --backend {backend_name}: {e}");
             return 2;
         }
     };
@@ -140,7 +140,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         Some(path) => match Expectations::load(path) {
             Ok(e) => Some(e),
             Err(e) => {
-                eprintln!("error: --expectations: {e}");
+                crate::say_err!("error: --expectations: {e}");
                 return 2;
             }
         },
@@ -179,7 +179,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         strict_level: args.strict_level,
         ..RunInfo::default()
     };
-    println!(
+    crate::say!(
         "dmlcts conformance: backend {} ({}), {level_text}, {} cases",
         info.backend,
         if info.device.is_empty() {
@@ -193,7 +193,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     let started = Instant::now();
     let mut results: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
     for result in &results {
-        println!("{}", result.failure_report());
+        crate::say!("{}", result.failure_report());
     }
     let mut progress = Progress::new(cases.len());
     let mut skip_check = SkipCheck::default();
@@ -205,17 +205,17 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         skip_check.record(device.as_ref(), case, &options, skipped);
         if result.status == Status::Failed {
             progress.clear();
-            println!("{}", result.failure_report());
+            crate::say!("{}", result.failure_report());
         } else if args.verbose {
             progress.clear();
-            println!(
+            crate::say!(
                 "{} {}  {}",
                 result.status.name(),
                 result.name,
                 result.reason
             );
             for note in &result.notes {
-                println!("    note: {note}");
+                crate::say!("    note: {note}");
             }
         }
         progress.update(&result);
@@ -229,16 +229,16 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     if let Some(expectations) = &expectations {
         let stale = expectations.apply(&info.backend, &info.device, &mut results);
         for result in results.iter().filter(|r| r.reason == "unexpected pass") {
-            println!("{}", result.failure_report());
+            crate::say!("{}", result.failure_report());
         }
         for case in stale {
-            println!("note: the expectations file names `{case}`, which did not run");
+            crate::say!("note: the expectations file names `{case}`, which did not run");
         }
     }
     print_skip_reasons(&results);
     let summary = Summary::of(&results);
     if summary.expected_failures > 0 {
-        println!(
+        crate::say!(
             "{} expected failures (listed in the expectations file)",
             summary.expected_failures
         );
@@ -246,7 +246,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     if args.verbose {
         print_levels(&results);
     }
-    println!(
+    crate::say!(
         "backend start-up {:.3} s; {} cases ran in {:.3} s",
         info.startup.as_secs_f64(),
         cases.len(),
@@ -254,7 +254,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     );
     let mut status = if summary.failed == 0 { 0 } else { 1 };
     if let Some(failure) = skip_check.failure(&info.backend) {
-        println!("error: {failure}");
+        crate::say!("error: {failure}");
         status = 1;
     }
     for (path, text) in [
@@ -270,11 +270,11 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         if let (Some(path), Some(text)) = (path, text)
             && let Err(e) = write_report(path, &text)
         {
-            eprintln!("error: cannot write {}: {e}", path.display());
+            crate::say_err!("error: cannot write {}: {e}", path.display());
             status = 2;
         }
     }
-    println!("{}", summary.line());
+    crate::say!("{}", summary.line());
     status
 }
 
@@ -287,14 +287,14 @@ fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 
 /// `--verbose`: the summary per case feature level.
 fn print_levels(results: &[CaseResult]) {
-    println!("by the cases' feature level:");
+    crate::say!("by the cases' feature level:");
     for (level, summary) in Summary::by_level(results) {
         let expected = if summary.expected_failures > 0 {
             format!(", {} expected failures", summary.expected_failures)
         } else {
             String::new()
         };
-        println!("  {level}: {}{expected}", summary.line());
+        crate::say!("  {level}: {}{expected}", summary.line());
     }
 }
 
@@ -308,12 +308,12 @@ fn print_skip_reasons(results: &[CaseResult]) {
     }
     let mut sorted: Vec<(&str, usize)> = reasons.into_iter().collect();
     sorted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    println!("skipped, by reason:");
+    crate::say!("skipped, by reason:");
     for (reason, count) in sorted.iter().take(12) {
-        println!("  {count:5}  {reason}");
+        crate::say!("  {count:5}  {reason}");
     }
     if sorted.len() > 12 {
-        println!("  ... and {} more reasons (see --json)", sorted.len() - 12);
+        crate::say!("  ... and {} more reasons (see --json)", sorted.len() - 12);
     }
 }
 

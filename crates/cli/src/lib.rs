@@ -4,6 +4,8 @@
 //! so every entry point parses, resolves and reports the same way; they differ only in their
 //! [`Host`] (where backends.yaml is, how DirectML is found, how a replay command starts).
 
+pub mod out;
+
 pub mod backends;
 pub mod conformance;
 pub mod fuzz;
