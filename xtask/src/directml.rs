@@ -204,7 +204,7 @@ fn sha256(path: &Path) -> Result<String, String> {
 }
 
 fn step(name: &str) {
-    println!("directml setup: {name}");
+    dmlcts_cli::say!("directml setup: {name}");
 }
 
 /// Debian's packages: installed with apt-get when running as root, otherwise named.
@@ -607,13 +607,13 @@ pub fn directml_main(args: &[String]) -> i32 {
             let pins = match pins_named(rest) {
                 Ok(pins) => pins,
                 Err(e) => {
-                    eprintln!("directml setup: {e}");
+                    dmlcts_cli::say_err!("directml setup: {e}");
                     return 2;
                 }
             };
             for pin in pins {
                 match setup(pin) {
-                    Ok(dir) => println!(
+                    Ok(dir) => dmlcts_cli::say!(
                         "directml setup: DirectML {} ready in {}; run the corpus with `cargo xtask \
                          conformance --backend directml@{}`",
                         pin.version,
@@ -621,7 +621,7 @@ pub fn directml_main(args: &[String]) -> i32 {
                         pin.version
                     ),
                     Err(e) => {
-                        eprintln!("directml setup: {e}");
+                        dmlcts_cli::say_err!("directml setup: {e}");
                         return 1;
                     }
                 }
@@ -631,13 +631,13 @@ pub fn directml_main(args: &[String]) -> i32 {
         Some("doctor") => match pins_named(rest) {
             Ok(pins) => doctor::doctor_main(&pins),
             Err(e) => {
-                eprintln!("directml doctor: {e}");
+                dmlcts_cli::say_err!("directml doctor: {e}");
                 2
             }
         },
         Some("matrix") => matrix_main(rest),
         _ => {
-            eprint!("{USAGE}");
+            dmlcts_cli::say_err!("{}", USAGE.trim_end());
             2
         }
     }
@@ -705,7 +705,7 @@ fn matrix_main(args: &[String]) -> i32 {
         match arg.as_str() {
             "--write-readme" => write_readme = true,
             other => {
-                eprintln!("directml matrix: unknown option `{other}`\n{USAGE}");
+                dmlcts_cli::say_err!("directml matrix: unknown option `{other}`\n{USAGE}");
                 return 2;
             }
         }
@@ -713,16 +713,23 @@ fn matrix_main(args: &[String]) -> i32 {
     let root = crate::repository_root();
     let out = stack_dir().join("matrix");
     if let Err(e) = std::fs::create_dir_all(&out) {
-        eprintln!("directml matrix: {}: {e}", out.display());
+        dmlcts_cli::say_err!("directml matrix: {}: {e}", out.display());
         return 1;
     }
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => {
-            eprintln!("directml matrix: {e}");
+            dmlcts_cli::say_err!("directml matrix: {e}");
             return 1;
         }
     };
+    // Set every version up first, so that the timings below are the runs alone.
+    for pin in PINS {
+        if let Err(e) = setup(pin) {
+            dmlcts_cli::say_err!("directml matrix: setting up DirectML {}: {e}", pin.version);
+            return 1;
+        }
+    }
     let mut rows = Vec::new();
     let mut status = 0;
     for pin in PINS {
@@ -753,7 +760,7 @@ fn matrix_main(args: &[String]) -> i32 {
         let Some(report) = report else {
             let tail = std::fs::read_to_string(&log).unwrap_or_default();
             let last = tail.lines().last().unwrap_or("no output");
-            println!(
+            dmlcts_cli::say!(
                 "DirectML {}: no report ({last}); log: {}",
                 pin.version,
                 log.display()
@@ -773,7 +780,7 @@ fn matrix_main(args: &[String]) -> i32 {
             feature_level: summary["feature_level"].as_str().unwrap_or("?").to_string(),
             seconds,
         };
-        println!(
+        dmlcts_cli::say!(
             "DirectML {} (loaded {}): {} passed, {} failed, {} skipped, {} expected failures, \
              feature level {}, {seconds:.1} s; log: {}",
             pin.version,
@@ -791,10 +798,10 @@ fn matrix_main(args: &[String]) -> i32 {
         rows.push(row);
     }
     let table = matrix_table(&rows);
-    println!("\n{table}");
+    dmlcts_cli::say!("\n{table}");
     let table_file = out.join("table.md");
     if let Err(e) = std::fs::write(&table_file, &table) {
-        eprintln!("directml matrix: {}: {e}", table_file.display());
+        dmlcts_cli::say_err!("directml matrix: {}: {e}", table_file.display());
         return 1;
     }
     if write_readme {
@@ -804,9 +811,11 @@ fn matrix_main(args: &[String]) -> i32 {
             .and_then(|text| replace_between_markers(&text, &table))
             .and_then(|text| std::fs::write(&readme, text).map_err(|e| e.to_string()));
         match result {
-            Ok(()) => println!("directml matrix: wrote the table into {}", readme.display()),
+            Ok(()) => {
+                dmlcts_cli::say!("directml matrix: wrote the table into {}", readme.display())
+            }
             Err(e) => {
-                eprintln!("directml matrix: {}: {e}", readme.display());
+                dmlcts_cli::say_err!("directml matrix: {}: {e}", readme.display());
                 return 1;
             }
         }

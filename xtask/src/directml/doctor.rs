@@ -313,12 +313,12 @@ pub fn doctor_main(pins: &[&Pin]) -> i32 {
     let system = System::this_machine();
     let mut status = 0;
     for pin in pins {
-        println!("DirectML {}:", pin.version);
+        dmlcts_cli::say!("DirectML {}:", pin.version);
         for check in checks(&system, pin, &super::version_dir(pin)) {
             match &check.verdict {
-                Ok(found) => println!("  ok       {}: {found}", check.piece),
+                Ok(found) => dmlcts_cli::say!("  ok       {}: {found}", check.piece),
                 Err(problem) => {
-                    println!("  MISSING  {}: {problem}", check.piece);
+                    dmlcts_cli::say!("  MISSING  {}: {problem}", check.piece);
                     status = 1;
                 }
             }
