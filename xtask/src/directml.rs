@@ -218,9 +218,15 @@ fn debian_packages() -> Result<(), String> {
         return Ok(());
     }
     if !is_root() {
+        let named: Vec<String> = DEBIAN_PACKAGES
+            .iter()
+            .filter(|(p, _)| missing.contains(p))
+            .map(|(p, why)| format!("{p} ({why})"))
+            .collect();
         return Err(format!(
-            "missing Debian packages: {}. Install them with:\n  sudo apt-get install --no-install-recommends {}",
-            missing.join(" "),
+            "missing Debian packages: {}; install them with `sudo apt-get install \
+             --no-install-recommends {}`",
+            named.join(", "),
             missing.join(" ")
         ));
     }
