@@ -475,8 +475,19 @@ fn measure(
     }
 }
 
-/// The wgpu backend's kernels, with buffers already on the device, next to the adapter's own
-/// copy_buffer_to_buffer of the bytes written (the device's memcpy).
+/// Median, minimum and maximum.
+fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
+    values.sort_by(f64::total_cmp);
+    (
+        values[values.len() / 2],
+        values[0],
+        values[values.len() - 1],
+    )
+}
+
+/// The wgpu backend's work, with buffers already on the device, next to the adapter's own
+/// copy_buffer_to_buffer of the bytes written (the device's memcpy), in interleaved rounds.
+/// wgpu does not report a device's memory bandwidth, so that is the only reference.
 fn bench_wgpu(options: &Options) -> i32 {
     let mut wgpu_options = dmlcts_backend_wgpu::WgpuOptions::default();
     if options.adapter.is_some() {
@@ -488,13 +499,26 @@ fn bench_wgpu(options: &Options) -> i32 {
         return 1;
     }
     println!(
-        "dmlcts bench (wgpu): 64 MiB tensors, median of {} runs, adapter {}",
+        "dmlcts bench (wgpu): 64 MiB tensors, {} rounds (median [min-max]), adapter {}",
         options.runs,
         backend.device()
     );
     println!(
-        "{:<24} {:>7} {:>10} {:>12} {:>10}",
-        "workload", "type", "wgpu GB/s", "b2b copy GB/s", "wgpu/copy"
+        "memory bandwidth: not reported (wgpu exposes none), so the reference is the adapter's copy_buffer_to_buffer"
+    );
+    println!(
+        "lane copy: the simplest kernel moving as many bytes (8 words a lane); no-move: this kernel's dispatches with the moves removed"
+    );
+    println!(
+        "{:<24} {:>7} {:>20} {:>10} {:>18} {:>10} {:>10} {:>11}",
+        "workload",
+        "type",
+        "wgpu GB/s",
+        "copy GB/s",
+        "wgpu/copy",
+        "lane GB/s",
+        "wgpu/lane",
+        "no-move ms"
     );
     let mut rows = Vec::new();
     for data_type in [DataType::Float32, DataType::Float16, DataType::Uint8] {
@@ -515,26 +539,62 @@ fn bench_wgpu(options: &Options) -> i32 {
                 .iter()
                 .map(|(_, d)| d.total_tensor_size_in_bytes)
                 .sum();
-            match backend.measure(&op, &refs, options.runs) {
-                Err(e) => println!("{:<24} {:>7} error: {e}", workload.name(), data_type.name()),
-                Ok((kernel, copy)) => {
-                    let moved = 2 * written as usize;
-                    let (ours, reference) = (gbps(moved, kernel), gbps(moved, copy));
-                    println!(
-                        "{:<24} {:>7} {:>10.2} {:>12.2} {:>10.2}",
-                        workload.name(),
-                        data_type.name(),
-                        ours,
-                        reference,
-                        ours / reference
-                    );
-                    rows.push(serde_json::json!({
-                        "workload": workload.name(), "data_type": data_type.name(),
-                        "wgpu_gbps": ours, "copy_buffer_to_buffer_gbps": reference,
-                        "wgpu_over_copy": ours / reference, "contiguous": workload.contiguous(),
-                    }));
+            let moved = 2 * written as usize;
+            let rounds = match backend.measure(&op, &refs, options.runs) {
+                Ok(rounds) => rounds,
+                Err(e) => {
+                    println!("{:<24} {:>7} error: {e}", workload.name(), data_type.name());
+                    continue;
                 }
-            }
+            };
+            let ours = spread(rounds.iter().map(|r| gbps(moved, r.work)).collect());
+            let copy = spread(rounds.iter().map(|r| gbps(moved, r.copy)).collect());
+            let ratio = spread(
+                rounds
+                    .iter()
+                    .map(|r| r.copy.as_secs_f64() / r.work.as_secs_f64())
+                    .collect(),
+            );
+            let lane = spread(rounds.iter().map(|r| gbps(moved, r.lane_copy)).collect());
+            let over_lane = spread(
+                rounds
+                    .iter()
+                    .map(|r| r.lane_copy.as_secs_f64() / r.work.as_secs_f64())
+                    .collect(),
+            );
+            let empty: Option<(f64, f64, f64)> = rounds
+                .iter()
+                .map(|r| r.empty_kernel.map(|t| t.as_secs_f64() * 1e3))
+                .collect::<Option<Vec<f64>>>()
+                .map(spread);
+            println!(
+                "{:<24} {:>7} {:>6.2} [{:.2}-{:.2}] {:>10.2} {:>5.2} [{:.2}-{:.2}] {:>10.2} {:>10.2} {:>11}",
+                workload.name(),
+                data_type.name(),
+                ours.0,
+                ours.1,
+                ours.2,
+                copy.0,
+                ratio.0,
+                ratio.1,
+                ratio.2,
+                lane.0,
+                over_lane.0,
+                empty.map_or("-".to_string(), |e| format!("{:.1}", e.0)),
+            );
+            rows.push(serde_json::json!({
+                "workload": workload.name(), "data_type": data_type.name(),
+                "bytes_moved": moved,
+                "wgpu_gbps": ours.0, "wgpu_gbps_min": ours.1, "wgpu_gbps_max": ours.2,
+                "copy_buffer_to_buffer_gbps": copy.0,
+                "copy_buffer_to_buffer_gbps_min": copy.1, "copy_buffer_to_buffer_gbps_max": copy.2,
+                "wgpu_over_copy": ratio.0, "wgpu_over_copy_min": ratio.1, "wgpu_over_copy_max": ratio.2,
+                "lane_copy_gbps": lane.0, "wgpu_over_lane_copy": over_lane.0,
+                "wgpu_over_lane_copy_min": over_lane.1, "wgpu_over_lane_copy_max": over_lane.2,
+                "no_move_kernel_ms": empty.map(|e| e.0),
+                "memory_bandwidth_gbps": null,
+                "contiguous": workload.contiguous(),
+            }));
         }
     }
     if let Some(path) = &options.json {

@@ -11,6 +11,7 @@ use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
     Rejected, copy_plan, merge_dimensions,
 };
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wgpu::util::DeviceExt;
@@ -19,6 +20,8 @@ const KERNEL: &str = include_str!("kernel.wgsl");
 const WORKGROUP: u32 = 256;
 /// Bytes of guard band the harness puts around an output, with room to spare.
 const GUARD_ALLOWANCE: u64 = 1024;
+/// The kernel addresses bytes with u32: buffers stay below 4 GiB.
+const MAX_ADDRESSABLE: u64 = (1 << 32) - 256;
 
 /// Which adapter to use and how to validate.
 #[derive(Clone, Debug)]
@@ -43,9 +46,16 @@ impl Default for WgpuOptions {
 struct Gpu {
     device: wgpu::Device,
     queue: wgpu::Queue,
-    pipeline: wgpu::ComputePipeline,
+    module: wgpu::ShaderModule,
+    layout: wgpu::PipelineLayout,
+    bind_group_layout: wgpu::BindGroupLayout,
+    /// The kernel's specializations made so far.
+    pipelines: Mutex<HashMap<Specialization, wgpu::ComputePipeline>>,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
+    /// Tensors whose bytes sum to at most this share one buffer (the binding limit; lower in
+    /// a test that needs the one-buffer-each path).
+    shared_limit: u64,
     /// Errors outside any error scope (there should be none); kept, never a panic.
     uncaptured: Arc<Mutex<Vec<String>>>,
 }
@@ -102,7 +112,7 @@ fn choose_adapter(filter: Option<&str>) -> Result<wgpu::Adapter, String> {
     })
 }
 
-fn open(filter: Option<&str>) -> Result<Gpu, String> {
+fn open(filter: Option<&str>, kernel: &str) -> Result<Gpu, String> {
     let adapter = choose_adapter(filter)?;
     let info = adapter.get_info();
     // Everything the adapter offers: big storage bindings matter for big tensors.
@@ -126,15 +136,26 @@ fn open(filter: Option<&str>) -> Result<Gpu, String> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("dmlcts copy kernel"),
-        source: wgpu::ShaderSource::Wgsl(KERNEL.into()),
+        source: wgpu::ShaderSource::Wgsl(kernel.into()),
     });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+    let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("dmlcts copy kernel"),
-        layout: None,
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
+        entries: &[storage(0, true), storage(1, false), storage(2, true)],
+    });
+    let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("dmlcts copy kernel"),
+        bind_group_layouts: &[Some(&bind_group_layout)],
+        immediate_size: 0,
     });
     if let Some(error) = pollster::block_on(scope.pop()) {
         return Err(format!(
@@ -142,14 +163,35 @@ fn open(filter: Option<&str>) -> Result<Gpu, String> {
             describe(&info)
         ));
     }
-    Ok(Gpu {
+    let mut gpu = Gpu {
         device,
         queue,
-        pipeline,
+        module,
+        layout,
+        bind_group_layout,
+        pipelines: Mutex::new(HashMap::new()),
         info,
         limits,
+        shared_limit: 0,
         uncaptured,
+    };
+    gpu.shared_limit = gpu.limit_bytes();
+    // The most common specialization, made now so a kernel that does not build on this
+    // adapter makes the backend unavailable rather than failing cases.
+    gpu.pipeline(Specialization {
+        mode: MODE_ALIGNED,
+        element_log2: 2,
+        edges: false,
+        outer: 1,
+        moving: true,
     })
+    .map_err(|e| {
+        format!(
+            "the copy kernel does not build on {}: {e}",
+            describe(&gpu.info)
+        )
+    })?;
+    Ok(gpu)
 }
 
 impl WgpuBackend {
@@ -158,7 +200,7 @@ impl WgpuBackend {
     pub fn new(options: WgpuOptions) -> WgpuBackend {
         WgpuBackend {
             level: options.feature_level,
-            gpu: open(options.adapter.as_deref()),
+            gpu: open(options.adapter.as_deref(), KERNEL),
         }
     }
 
@@ -166,14 +208,19 @@ impl WgpuBackend {
         self.gpu.as_ref().ok().map(|g| &g.info)
     }
 
-    /// Times the kernels of `op` with buffers already on the device (median of `runs`),
-    /// and the device's own copy_buffer_to_buffer of the bytes the outputs hold.
+    /// Times the work of `op` with buffers already on the device, `runs` rounds after one
+    /// warm-up. Each round times, back to back: the whole execution (buffer copies and the
+    /// kernel's dispatches); the device's own copy_buffer_to_buffer of the bytes the outputs
+    /// hold; the simplest kernel that moves as many bytes (kernel.wgsl's `lane_copy`: what
+    /// the adapter's compute path does at best); and the kernel's dispatches with the moves
+    /// removed (the same pieces and workgroups, each lane returning before it moves
+    /// anything): what the adapter costs before a byte moves.
     pub fn measure(
         &self,
         op: &OperatorDesc,
         inputs: &[&[u8]],
         runs: usize,
-    ) -> Result<(Duration, Duration), String> {
+    ) -> Result<Vec<Round>, String> {
         let gpu = self.gpu.as_ref().map_err(Clone::clone)?;
         let outputs: Vec<Vec<u8>> = op
             .outputs()
@@ -181,34 +228,21 @@ impl WgpuBackend {
             .map(|(_, d)| vec![0u8; d.total_tensor_size_in_bytes as usize])
             .collect();
         let offsets = vec![0; outputs.len()];
-        let prepared = gpu.prepare(op, inputs, &outputs, &offsets)?;
+        let prepared = gpu.prepare(op, inputs, &outputs, &offsets, true)?;
+        let empty = gpu.prepare(op, inputs, &outputs, &offsets, false)?;
         let written: u64 = outputs.iter().map(|o| o.len() as u64).sum();
-        let median = |mut times: Vec<Duration>| {
-            times.sort();
-            times[times.len() / 2]
+        let reference = |label, usage| {
+            gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: padded(written),
+                usage: usage | wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            })
         };
-        let mut kernel = Vec::new();
-        for run in 0..=runs {
-            let start = Instant::now();
-            gpu.dispatch(&prepared, None)?;
-            if run > 0 {
-                kernel.push(start.elapsed()); // run 0 warms up
-            }
-        }
-        let source = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("copy reference source"),
-            size: padded(written),
-            usage: wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let target = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("copy reference target"),
-            size: padded(written),
-            usage: wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut copy = Vec::new();
-        for run in 0..=runs {
+        let source = reference("copy reference source", wgpu::BufferUsages::COPY_SRC);
+        let target = reference("copy reference target", wgpu::BufferUsages::COPY_DST);
+        let lane_copy = gpu.lane_copy(&source, &target, padded(written) / 4)?;
+        let copy = || -> Result<Duration, String> {
             let start = Instant::now();
             let mut encoder = gpu.device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&source, 0, &target, 0, padded(written));
@@ -216,97 +250,249 @@ impl WgpuBackend {
             gpu.device
                 .poll(wgpu::PollType::wait_indefinitely())
                 .map_err(|e| format!("poll: {e}"))?;
-            if run > 0 {
-                copy.push(start.elapsed());
-            }
+            Ok(start.elapsed())
+        };
+        let timed = |prepared: &Prepared, with_copies: bool| -> Result<Duration, String> {
+            let start = Instant::now();
+            gpu.dispatch(prepared, with_copies, None)?;
+            Ok(start.elapsed())
+        };
+        timed(&prepared, true)?;
+        timed(&empty, false)?;
+        timed(&lane_copy, false)?;
+        copy()?;
+        let mut rounds = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            rounds.push(Round {
+                work: timed(&prepared, true)?,
+                copy: copy()?,
+                lane_copy: timed(&lane_copy, false)?,
+                empty_kernel: (!empty.dispatches.is_empty())
+                    .then(|| timed(&empty, false))
+                    .transpose()?,
+            });
         }
-        Ok((median(kernel), median(copy)))
+        Ok(rounds)
     }
+}
+
+/// One round of `WgpuBackend::measure`.
+#[derive(Clone, Copy, Debug)]
+pub struct Round {
+    /// The operator's work: buffer copies and the kernel.
+    pub work: Duration,
+    /// copy_buffer_to_buffer of as many bytes as the outputs hold.
+    pub copy: Duration,
+    /// kernel.wgsl's `lane_copy` of as many bytes.
+    pub lane_copy: Duration,
+    /// The kernel's dispatches with the copy loop removed; None when the operator needs no
+    /// kernel (buffer copies do all of it).
+    pub empty_kernel: Option<Duration>,
 }
 
 fn padded(bytes: u64) -> u64 {
     bytes.div_ceil(4).max(1) * 4
 }
 
+/// Where tensors live on the device: in one shared buffer when they fit under the binding
+/// limit together (so one dispatch reaches all of them), else each in its own.
+#[derive(Default)]
+struct Placement {
+    buffers: Vec<wgpu::Buffer>,
+    sizes: Vec<u64>,
+    /// Per tensor: its buffer and the byte where it starts there.
+    places: Vec<(usize, u64)>,
+}
+
+/// Byte alignment of a tensor inside a shared buffer (a multiple of every element size).
+const PLACE_ALIGN: u64 = 16;
+
+/// Buffer sizes and per-tensor (buffer, offset) for tensors of `lengths` bytes.
+fn arrange(lengths: &[u64], limit: u64) -> (Vec<u64>, Vec<(usize, u64)>) {
+    let slot = |len: u64| padded(len).div_ceil(PLACE_ALIGN) * PLACE_ALIGN;
+    let total: u64 = lengths.iter().map(|&l| slot(l)).sum();
+    if total <= limit {
+        let mut offset = 0;
+        let places = lengths
+            .iter()
+            .map(|&l| {
+                let place = (0, offset);
+                offset += slot(l);
+                place
+            })
+            .collect();
+        (vec![total.max(4)], places)
+    } else {
+        let sizes = lengths.iter().map(|&l| padded(l)).collect();
+        (sizes, (0..lengths.len()).map(|i| (i, 0)).collect())
+    }
+}
+
 /// Buffers and bind groups for one execution.
 struct Prepared {
-    inputs: Vec<wgpu::Buffer>,
-    outputs: Vec<wgpu::Buffer>,
+    inputs: Placement,
+    outputs: Placement,
     output_lengths: Vec<u64>,
-    dispatches: Vec<(wgpu::BindGroup, (u32, u32))>,
+    /// One per pair of (input buffer, output buffer) that kernel pieces connect: a single
+    /// one when the tensors share buffers.
+    dispatches: Vec<Dispatch>,
     copies: Vec<RunCopy>,
 }
 
-/// The uniform block of kernel.wgsl, as bytes, for a block of merged dimensions.
-fn params(
-    dims: &[(u64, i64, i64)],
-    element_bytes: u32,
-    src_base: i64,
-    dst_base: i64,
-    row: u32,
-) -> Vec<u8> {
-    let count: u64 = dims.iter().map(|d| d.0).product();
-    let mut words: Vec<u32> = vec![
-        count as u32,
-        row,
-        dims.len() as u32,
-        element_bytes,
-        src_base as i32 as u32,
-        dst_base as u32,
-        0,
-        0,
-    ];
-    let mut sizes = [1u32; 8];
-    let mut src = [0u32; 8];
-    let mut dst = [0u32; 8];
-    for (d, &(n, s, t)) in dims.iter().enumerate() {
-        sizes[d] = n as u32;
-        src[d] = s as i32 as u32;
-        dst[d] = t as u32;
-    }
-    words.extend(sizes);
-    words.extend(src);
-    words.extend(dst);
-    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+struct Dispatch {
+    pipeline: wgpu::ComputePipeline,
+    bind_group: wgpu::BindGroup,
+    groups: (u32, u32, u32),
 }
 
-/// Merged dimensions (size, source stride, destination stride), outermost first.
-type Dims = Vec<(u64, i64, i64)>;
+/// kernel.wgsl's MODE values.
+const MODE_ALIGNED: u32 = 0;
+const MODE_SHIFTED: u32 = 1;
+const MODE_GATHER: u32 = 2;
+const MODE_ELEMENTS: u32 = 3;
+/// kernel.wgsl's PER_LANE: units one lane moves.
+const PER_LANE: u64 = 8;
 
-/// The same block in 4-byte words, when its innermost dimension is contiguous on both sides
-/// and every base, stride and run length falls on 4-byte boundaries: then whole words move
-/// with plain stores instead of element by element (and, for 1- and 2-byte elements,
-/// without atomics).
-fn as_words(
+/// One pipeline of the kernel: its override constants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Specialization {
+    mode: u32,
+    element_log2: u32,
+    /// Some row starts or ends inside a word.
+    edges: bool,
+    /// Outer dimensions.
+    outer: u32,
+    /// False: the copy loop removed (the bench's measure of what comes before it).
+    moving: bool,
+}
+/// u32 words of one `Piece` of kernel.wgsl.
+const PIECE_WORDS: usize = 36;
+/// Outer dimensions a piece can carry (DirectML tensors have at most 8 dimensions).
+const MAX_OUTER: usize = 8;
+
+/// One piece as kernel.wgsl's `Piece` sees it (before its first workgroup is known).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KernelPiece {
+    mode: u32,
+    edges: bool,
+    groups: u64,
+    tiles: u64,
+    lanes_log2: u32,
+    units: u64,
+    rows: u64,
+    row_bytes: u64,
+    src_base: u64,
+    dst_base: u64,
+    src_step: i64,
+    dst_step: i64,
+    /// (size, source stride, destination stride), strides in bytes, innermost first.
+    outer: Vec<(u64, i64, i64)>,
+}
+
+/// How the kernel covers a block of merged dimensions (in elements, outermost first) that
+/// starts at byte `src_byte` of its input buffer and `dst_byte` of its output buffer.
+fn kernel_piece(
     dims: &[(u64, i64, i64)],
-    element_bytes: i64,
-    src_base: i64,
-    dst_base: i64,
-) -> Option<(Dims, i64, i64)> {
-    let (&(run, 1, 1), outer) = dims.split_last()? else {
-        return None;
-    };
-    let aligned = |elements: i64| (elements * element_bytes) % 4 == 0;
-    let all_aligned = aligned(run as i64)
-        && aligned(src_base)
-        && aligned(dst_base)
-        && outer.iter().all(|&(_, s, d)| aligned(s) && aligned(d));
-    if !all_aligned {
-        return None;
-    }
-    let words = |elements: i64| elements * element_bytes / 4;
-    let mut converted: Vec<(u64, i64, i64)> = outer
+    element_bytes: u64,
+    src_byte: u64,
+    dst_byte: u64,
+) -> KernelPiece {
+    let (&(n, s, d), outer) = dims
+        .split_last()
+        .expect("merge_dimensions never returns no dimensions");
+    let es = element_bytes as i64;
+    let outer: Vec<(u64, i64, i64)> = outer
         .iter()
-        .map(|&(n, s, d)| (n, words(s), words(d)))
+        .rev()
+        .map(|&(n, s, d)| (n, s * es, d * es))
         .collect();
-    converted.push((words(run as i64) as u64, 1, 1));
-    Some((converted, words(src_base), words(dst_base)))
+    let rows: u64 = outer.iter().map(|o| o.0).product();
+    let row_bytes = n * element_bytes;
+    let rows_start_aligned = dst_byte.is_multiple_of(4) && outer.iter().all(|o| o.2 % 4 == 0);
+    let equally_aligned = (src_byte as i64 - dst_byte as i64).rem_euclid(4) == 0
+        && outer.iter().all(|o| (o.1 - o.2).rem_euclid(4) == 0);
+    let mode = match (s, d) {
+        (1, 1) if equally_aligned => MODE_ALIGNED,
+        (1, 1) => MODE_SHIFTED,
+        (_, 1) => MODE_GATHER,
+        _ => MODE_ELEMENTS,
+    };
+    let (units, edges) = if mode == MODE_ELEMENTS {
+        (n, false)
+    } else {
+        // Whole words a row holds, at most; the rest are edges.
+        (row_bytes / 4, !(rows_start_aligned && row_bytes.is_multiple_of(4)))
+    };
+    let workgroup = u64::from(WORKGROUP);
+    // Word modes: units 0 and 1 are the edges, when there are any, in two lanes. ELEMENTS:
+    // one element a lane where the row allows, so neighbouring elements of 1 or 2 bytes are
+    // written by neighbouring lanes at once (and a racy write would show).
+    let lane_units = units + if edges { 2 } else { 0 };
+    let lanes = if mode == MODE_ELEMENTS {
+        units.max(1)
+    } else {
+        lane_units.div_ceil(PER_LANE).max(if edges { 2 } else { 1 })
+    }
+    .next_power_of_two()
+    .min(workgroup);
+    let tiles = lane_units.div_ceil(lanes * PER_LANE).max(1);
+    let row_groups = rows.div_ceil(workgroup / lanes);
+    KernelPiece {
+        mode,
+        edges,
+        groups: tiles * row_groups,
+        tiles,
+        lanes_log2: lanes.trailing_zeros(),
+        units,
+        rows,
+        row_bytes,
+        src_base: src_byte,
+        dst_base: dst_byte,
+        src_step: s * es,
+        dst_step: d * es,
+        outer,
+    }
+}
+
+impl KernelPiece {
+    /// kernel.wgsl's `Piece` as u32 words. Byte addresses and strides wrap modulo 2^32 (a
+    /// negative stride is its two's complement); everything else must fit in a u32.
+    fn words(&self) -> Result<[u32; PIECE_WORDS], String> {
+        let fit = |v: u64| {
+            u32::try_from(v).map_err(|_| format!("{v} does not fit the kernel's 32-bit counters"))
+        };
+        if self.outer.len() > MAX_OUTER {
+            return Err(format!(
+                "{} outer dimensions, the kernel takes {MAX_OUTER}",
+                self.outer.len()
+            ));
+        }
+        let mut words = [0u32; PIECE_WORDS];
+        words[..10].copy_from_slice(&[
+            fit(self.groups)?,
+            fit(self.tiles)?,
+            self.lanes_log2,
+            fit(self.units)?,
+            fit(self.rows)?,
+            fit(self.row_bytes)?,
+            fit(self.src_base)?,
+            fit(self.dst_base)?,
+            self.src_step as u32,
+            self.dst_step as u32,
+        ]);
+        for (k, &(n, s, d)) in self.outer.iter().enumerate() {
+            words[12 + k] = fit(n)?;
+            words[12 + MAX_OUTER + k] = s as u32;
+            words[12 + 2 * MAX_OUTER + k] = d as u32;
+        }
+        Ok(words)
+    }
 }
 
 /// A contiguous, 4-byte-aligned run: done by the device's own buffer copy.
 struct RunCopy {
-    input: usize,
-    output: usize,
+    src_buffer: usize,
+    dst_buffer: usize,
     src_byte: u64,
     dst_byte: u64,
     bytes: u64,
@@ -317,168 +503,313 @@ impl Gpu {
         self.limits
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
+            .min(MAX_ADDRESSABLE)
+    }
+
+    /// kernel.wgsl's `lane_copy` of `words` words from `source` to `target`, as a Prepared
+    /// with no buffer copies.
+    fn lane_copy(
+        &self,
+        source: &wgpu::Buffer,
+        target: &wgpu::Buffer,
+        words: u64,
+    ) -> Result<Prepared, String> {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("dmlcts lane copy"),
+                layout: Some(&self.layout),
+                module: &self.module,
+                entry_point: Some("lane_copy"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        // The kernel's piece table binding wants one piece's worth of bytes.
+        let unused = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &[0u8; PIECE_WORDS * 4],
+                usage: wgpu::BufferUsages::STORAGE,
+            });
+        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &self.bind_group_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: source.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: target.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: unused.as_entire_binding(),
+                },
+            ],
+        });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(format!("the lane copy does not build: {error}"));
+        }
+        let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension.max(1));
+        let groups = words.div_ceil(u64::from(WORKGROUP) * PER_LANE).max(1);
+        let x = groups.min(max_groups);
+        Ok(Prepared {
+            inputs: Placement::default(),
+            outputs: Placement::default(),
+            output_lengths: Vec::new(),
+            dispatches: vec![Dispatch {
+                pipeline,
+                bind_group,
+                groups: (x as u32, groups.div_ceil(x) as u32, 1),
+            }],
+            copies: Vec::new(),
+        })
+    }
+
+    /// The kernel's pipeline for `specialization`, made on first use.
+    fn pipeline(&self, specialization: Specialization) -> Result<wgpu::ComputePipeline, String> {
+        let mut pipelines = self
+            .pipelines
+            .lock()
+            .map_err(|_| "the pipeline cache was poisoned by a panic".to_string())?;
+        if let Some(pipeline) = pipelines.get(&specialization) {
+            return Ok(pipeline.clone());
+        }
+        let constants = [
+            ("MODE", f64::from(specialization.mode)),
+            ("ELEMENT_LOG2", f64::from(specialization.element_log2)),
+            ("EDGES", f64::from(u8::from(specialization.edges))),
+            ("OUTER", f64::from(specialization.outer)),
+            ("MOVE", f64::from(u8::from(specialization.moving))),
+        ];
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("dmlcts copy kernel"),
+                layout: Some(&self.layout),
+                module: &self.module,
+                entry_point: Some("main"),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants,
+                    ..Default::default()
+                },
+                cache: None,
+            });
+        if let Some(error) = pollster::block_on(scope.pop()) {
+            return Err(format!(
+                "the copy kernel {specialization:?} does not build: {error}"
+            ));
+        }
+        pipelines.insert(specialization, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    fn place(&self, tensors: &[&[u8]], usage: wgpu::BufferUsages) -> Placement {
+        let lengths: Vec<u64> = tensors.iter().map(|t| t.len() as u64).collect();
+        let (sizes, places) = arrange(&lengths, self.shared_limit);
+        let mut contents: Vec<Vec<u8>> = sizes.iter().map(|&s| vec![0u8; s as usize]).collect();
+        for (tensor, &(buffer, offset)) in tensors.iter().zip(&places) {
+            contents[buffer][offset as usize..][..tensor.len()].copy_from_slice(tensor);
+        }
+        let buffers = contents
+            .iter()
+            .map(|bytes| {
+                self.device
+                    .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                        label: None,
+                        contents: bytes,
+                        usage,
+                    })
+            })
+            .collect();
+        Placement {
+            buffers,
+            sizes,
+            places,
+        }
     }
 
     /// Uploads inputs and outputs (`output_offsets[k]`: where output k's tensor starts in
-    /// its buffer) and builds one dispatch per piece.
+    /// its buffer), and plans buffer copies and kernel dispatches (with `pipeline`).
     fn prepare(
         &self,
         op: &OperatorDesc,
         inputs: &[&[u8]],
         outputs: &[Vec<u8>],
         output_offsets: &[usize],
+        moving: bool,
     ) -> Result<Prepared, String> {
-        let device = &self.device;
-        let element_bytes = op.outputs()[0].1.data_type.element_size() as u32;
-        let upload = |bytes: &[u8], usage: wgpu::BufferUsages| {
-            let mut contents = bytes.to_vec();
-            contents.resize(padded(bytes.len() as u64) as usize, 0);
-            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: None,
-                contents: &contents,
-                usage,
-            })
-        };
-        let input_buffers: Vec<wgpu::Buffer> = inputs
-            .iter()
-            .map(|b| {
-                upload(
-                    b,
-                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                )
-            })
-            .collect();
-        let output_buffers: Vec<wgpu::Buffer> = outputs
-            .iter()
-            .map(|b| {
-                upload(
-                    b,
-                    wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_SRC
-                        | wgpu::BufferUsages::COPY_DST,
-                )
-            })
-            .collect();
-        let max_groups = self.limits.max_compute_workgroups_per_dimension.max(1);
-        let layout = self.pipeline.get_bind_group_layout(0);
-        let mut dispatches = Vec::new();
+        let element_bytes = op.outputs()[0].1.data_type.element_size() as u64;
+        let input_placement = self.place(
+            inputs,
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let output_refs: Vec<&[u8]> = outputs.iter().map(Vec::as_slice).collect();
+        let output_placement = self.place(
+            &output_refs,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+        );
         let mut copies = Vec::new();
-        let es = i64::from(element_bytes);
+        // Pieces that can share a dispatch: same buffers, same specialization.
+        let mut kernel_pieces: BTreeMap<(usize, usize, Specialization), Vec<KernelPiece>> =
+            BTreeMap::new();
+        let es = element_bytes as i64;
         for (k, output) in copy_plan(op).iter().enumerate() {
-            let offset = output_offsets[k];
-            if !offset.is_multiple_of(element_bytes as usize) {
+            let offset = output_offsets[k] as u64;
+            if !offset.is_multiple_of(element_bytes) {
                 return Err(format!(
                     "output {k} is bound at byte {offset}, not a multiple of {element_bytes}"
                 ));
             }
-            let dst_offset = (offset / element_bytes as usize) as i64;
+            let (dst_buffer, dst_place) = output_placement.places[k];
             for piece in &output.pieces {
                 let dims = merge_dimensions(&piece.sizes, &piece.src_strides, &output.strides);
-                let src_base = piece.src_base;
-                let dst_base = dst_offset + output.dst_base(piece);
+                let (src_buffer, src_place) = input_placement.places[piece.input];
+                let src_byte = src_place + (piece.src_base * es) as u64;
+                let dst_byte = dst_place + offset + (output.dst_base(piece) * es) as u64;
                 if let [(n, 1, 1)] = dims.as_slice() {
-                    let (src_byte, dst_byte, bytes) =
-                        (src_base * es, dst_base * es, *n as i64 * es);
-                    if src_byte % 4 == 0 && dst_byte % 4 == 0 && bytes % 4 == 0 {
+                    let bytes = n * element_bytes;
+                    if src_byte.is_multiple_of(4) && dst_byte.is_multiple_of(4) && bytes.is_multiple_of(4) {
                         copies.push(RunCopy {
-                            input: piece.input,
-                            output: k,
-                            src_byte: src_byte as u64,
-                            dst_byte: dst_byte as u64,
-                            bytes: bytes as u64,
+                            src_buffer,
+                            dst_buffer,
+                            src_byte,
+                            dst_byte,
+                            bytes,
                         });
                         continue;
                     }
                 }
-                let (dims, kernel_bytes, src_base, dst_base) =
-                    match as_words(&dims, es, src_base, dst_base) {
-                        Some((words, src, dst)) => (words, 4, src, dst),
-                        None => (dims, element_bytes, src_base, dst_base),
-                    };
-                let count: u64 = dims.iter().map(|d| d.0).product();
-                let groups = count.div_ceil(u64::from(WORKGROUP)).max(1);
-                let x = groups.min(u64::from(max_groups)) as u32;
-                let y = groups.div_ceil(u64::from(x));
-                if y > u64::from(max_groups) {
-                    return Err(format!(
-                        "{count} elements need more workgroups than the adapter allows"
-                    ));
-                }
-                let uniform = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                    label: None,
-                    contents: &params(&dims, kernel_bytes, src_base, dst_base, x * WORKGROUP),
-                    usage: wgpu::BufferUsages::UNIFORM,
-                });
-                let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: None,
-                    layout: &layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: input_buffers[piece.input].as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: output_buffers[k].as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: uniform.as_entire_binding(),
-                        },
-                    ],
-                });
-                dispatches.push((bind_group, (x, y as u32)));
+                let piece = kernel_piece(&dims, element_bytes, src_byte, dst_byte);
+                let specialization = Specialization {
+                    mode: piece.mode,
+                    element_log2: element_bytes.trailing_zeros(),
+                    edges: piece.edges,
+                    outer: piece.outer.len() as u32,
+                    moving,
+                };
+                kernel_pieces
+                    .entry((src_buffer, dst_buffer, specialization))
+                    .or_default()
+                    .push(piece);
             }
         }
+        let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension.max(1));
+        let mut dispatches = Vec::new();
+        // z: the piece; x and y: its workgroups, folded under the per-dimension limit.
+        let groups: Vec<(usize, usize, Specialization, &[KernelPiece])> = kernel_pieces
+            .iter()
+            .flat_map(|(&(src, dst, specialization), pieces)| {
+                pieces
+                    .chunks(max_groups as usize)
+                    .map(move |chunk| (src, dst, specialization, chunk))
+            })
+            .collect();
+        for (src_buffer, dst_buffer, specialization, pieces) in groups {
+            let mut table = Vec::with_capacity(pieces.len() * PIECE_WORDS);
+            for piece in pieces {
+                table.extend(piece.words()?);
+            }
+            let most = pieces.iter().map(|p| p.groups).max().unwrap_or(1);
+            let x = most.clamp(1, max_groups);
+            let y = most.div_ceil(x).max(1);
+            if y > max_groups {
+                return Err(format!(
+                    "{most} workgroups are more than the adapter's {max_groups} x {max_groups}"
+                ));
+            }
+            let table_bytes: Vec<u8> = table.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let table = self
+                .device
+                .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                    label: Some("dmlcts pieces"),
+                    contents: &table_bytes,
+                    usage: wgpu::BufferUsages::STORAGE,
+                });
+            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &self.bind_group_layout,
+                entries: &[
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: input_placement.buffers[src_buffer].as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: output_placement.buffers[dst_buffer].as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: table.as_entire_binding(),
+                    },
+                ],
+            });
+            dispatches.push(Dispatch {
+                pipeline: self.pipeline(specialization)?,
+                bind_group,
+                groups: (x as u32, y as u32, pieces.len() as u32),
+            });
+        }
         Ok(Prepared {
-            inputs: input_buffers,
-            outputs: output_buffers,
+            inputs: input_placement,
+            outputs: output_placement,
             output_lengths: outputs.iter().map(|o| o.len() as u64).collect(),
             dispatches,
             copies,
         })
     }
 
-    /// Runs every dispatch; with `read_back`, copies the outputs back into them.
+    /// Runs the dispatches (and, `with_copies`, the buffer copies); with `read_back`, copies
+    /// the outputs back into them.
     fn dispatch(
         &self,
         prepared: &Prepared,
+        with_copies: bool,
         read_back: Option<&mut [&mut [u8]]>,
     ) -> Result<(), String> {
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let memory = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let mut encoder = self.device.create_command_encoder(&Default::default());
-        // Copies and dispatches write disjoint elements, so their order does not matter.
-        for copy in &prepared.copies {
+        // Copies and dispatches write disjoint words, so their order does not matter.
+        for copy in prepared.copies.iter().filter(|_| with_copies) {
             encoder.copy_buffer_to_buffer(
-                &prepared.inputs[copy.input],
+                &prepared.inputs.buffers[copy.src_buffer],
                 copy.src_byte,
-                &prepared.outputs[copy.output],
+                &prepared.outputs.buffers[copy.dst_buffer],
                 copy.dst_byte,
                 copy.bytes,
             );
         }
         if !prepared.dispatches.is_empty() {
             let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&self.pipeline);
-            for (bind_group, (x, y)) in &prepared.dispatches {
-                pass.set_bind_group(0, bind_group, &[]);
-                pass.dispatch_workgroups(*x, *y, 1);
+            for dispatch in &prepared.dispatches {
+                pass.set_pipeline(&dispatch.pipeline);
+                pass.set_bind_group(0, &dispatch.bind_group, &[]);
+                let (x, y, z) = dispatch.groups;
+                pass.dispatch_workgroups(x, y, z);
             }
         }
         let staging: Vec<wgpu::Buffer> = if read_back.is_some() {
             prepared
                 .outputs
+                .buffers
                 .iter()
-                .zip(&prepared.output_lengths)
-                .map(|(buffer, &len)| {
+                .zip(&prepared.outputs.sizes)
+                .map(|(buffer, &size)| {
                     let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("readback"),
-                        size: padded(len),
+                        size,
                         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                         mapped_at_creation: false,
                     });
-                    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded(len));
+                    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
                     staging
                 })
                 .collect()
@@ -498,16 +829,20 @@ impl Gpu {
             return Err(format!("wgpu reported: {error}"));
         }
         if let Some(targets) = read_back {
-            for ((buffer, target), &len) in staging
+            let mapped = staging
                 .iter()
-                .zip(targets.iter_mut())
+                .map(|b| b.get_mapped_range(..))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("mapping the readback buffer failed: {e}"))?;
+            for ((target, &(buffer, offset)), &len) in targets
+                .iter_mut()
+                .zip(&prepared.outputs.places)
                 .zip(&prepared.output_lengths)
             {
-                let mapped = buffer
-                    .get_mapped_range(..)
-                    .map_err(|e| format!("mapping the readback buffer failed: {e}"))?;
-                target.copy_from_slice(&mapped[..len as usize]);
-                drop(mapped);
+                target.copy_from_slice(&mapped[buffer][offset as usize..][..len as usize]);
+            }
+            drop(mapped);
+            for buffer in &staging {
                 buffer.unmap();
             }
         }
@@ -533,9 +868,11 @@ impl CompiledOperator for CompiledWgpu<'_> {
         // Whole guarded buffers go to the device: a stray write lands in the guard bands.
         let buffers: Vec<Vec<u8>> = outputs.iter().map(|o| o.buffer.to_vec()).collect();
         let offsets: Vec<usize> = outputs.iter().map(|o| o.offset).collect();
-        let prepared = self.gpu.prepare(&self.op, inputs, &buffers, &offsets)?;
+        let prepared = self
+            .gpu
+            .prepare(&self.op, inputs, &buffers, &offsets, true)?;
         let mut targets: Vec<&mut [u8]> = outputs.iter_mut().map(|o| &mut *o.buffer).collect();
-        self.gpu.dispatch(&prepared, Some(&mut targets))
+        self.gpu.dispatch(&prepared, true, Some(&mut targets))
     }
 }
 
@@ -594,26 +931,170 @@ impl Backend for WgpuBackend {
 }
 
 #[cfg(test)]
-mod tests {
+mod plan {
     use super::*;
 
     #[test]
-    fn aligned_contiguous_runs_become_words() {
-        // Rows of 8 UINT8 from rows of 16 into rows of 32: 2 words per row.
-        let dims = [(4u64, 16i64, 32i64), (8, 1, 1)];
+    fn a_last_axis_join_piece_moves_aligned_words_eight_a_lane_two_rows_a_workgroup() {
+        // One 4096 x 1024 FLOAT32 input of a 4096 x 4096 output: rows of 1024 words.
+        let piece = kernel_piece(&[(4096, 1024, 4096), (1024, 1, 1)], 4, 0, 4096);
+        assert_eq!(piece.mode, MODE_ALIGNED);
+        assert!(!piece.edges);
+        assert_eq!((piece.units, piece.lanes_log2, piece.tiles), (1024, 7, 1));
+        assert_eq!((piece.rows, piece.groups), (4096, 2048));
+        assert_eq!(piece.outer, vec![(4096, 4096, 16384)]);
+    }
+
+    #[test]
+    fn modes_follow_the_inner_strides_and_alignment() {
+        // Contiguous, but source and destination rows differ by one byte: shifted words.
+        let shifted = kernel_piece(&[(3, 7, 8), (7, 1, 1)], 1, 1, 0);
+        assert_eq!(shifted.mode, MODE_SHIFTED);
+        // Rows of 7 bytes end inside a word: edges; one whole word per row at most.
+        assert!(shifted.edges);
+        assert_eq!(shifted.units, 1);
+        // Reversed FLOAT16 rows into a packed output: gathered words, a negative step.
+        let reversed = kernel_piece(&[(2, 8, 8), (8, -1, 1)], 2, 14, 0);
+        assert_eq!(reversed.mode, MODE_GATHER);
+        assert_eq!(reversed.src_step, -2);
+        assert!(!reversed.edges);
+        // A strided destination: element by element.
+        let strided = kernel_piece(&[(5, 1, 3)], 1, 0, 0);
         assert_eq!(
-            as_words(&dims, 1, 8, 4),
-            Some((vec![(4, 4, 8), (2, 1, 1)], 2, 1))
+            (strided.mode, strided.units, strided.rows),
+            (MODE_ELEMENTS, 5, 1)
         );
-        // A run of 6 bytes is not whole words.
-        assert_eq!(as_words(&[(6, 1, 1)], 1, 0, 0), None);
-        // A strided innermost dimension stays element by element.
-        assert_eq!(as_words(&[(4, 2, 1)], 4, 0, 0), None);
-        // 8-byte elements: two words each.
+    }
+
+    #[test]
+    fn piece_words_wrap_negative_strides_and_refuse_what_does_not_fit() {
+        let reversed = kernel_piece(&[(2, -8, 8), (8, -1, 1)], 2, 30, 0);
+        let words = reversed.words().unwrap();
+        assert_eq!(words[8], (-2i32) as u32); // src_step
+        assert_eq!(words[12 + MAX_OUTER], (-16i32) as u32); // outer source stride
+        let mut huge = reversed.clone();
+        huge.rows = 1 << 32;
         assert_eq!(
-            as_words(&[(3, 1, 1)], 8, 1, 2),
-            Some((vec![(6, 1, 1)], 2, 4))
+            huge.words().unwrap_err(),
+            "4294967296 does not fit the kernel's 32-bit counters"
         );
+    }
+
+    #[test]
+    fn tensors_share_a_buffer_when_they_fit_together_else_each_has_its_own() {
+        assert_eq!(
+            arrange(&[5, 16, 1], 64),
+            (vec![48], vec![(0, 0), (0, 16), (0, 32)])
+        );
+        assert_eq!(
+            arrange(&[5, 16, 1], 47),
+            (vec![8, 16, 4], vec![(0, 0), (1, 0), (2, 0)])
+        );
+    }
+}
+
+#[cfg(test)]
+mod device {
+    //! On the adapter (skipped without one, unless DMLCTS_REQUIRE_WGPU_ADAPTER is set).
+    use super::*;
+    use dmlcts_harness::{Corpus, RunOptions, Status, run_case};
+    use dmlcts_tensor::{JoinDesc, TensorDesc, fill_random_bits};
+
+    fn backend_with(kernel: &str) -> Option<WgpuBackend> {
+        let backend = WgpuBackend {
+            level: FeatureLevel::L4_1,
+            gpu: open(WgpuOptions::default().adapter.as_deref(), kernel),
+        };
+        if let Some(reason) = backend.unavailable_reason() {
+            assert!(
+                std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_none(),
+                "{reason}"
+            );
+            return None;
+        }
+        Some(backend)
+    }
+
+    /// A join of four UINT8 inputs 5, 3, 6 and 2 wide along the last axis: rows start and
+    /// end inside words, and neighbouring pieces share words.
+    fn uneven_join() -> (OperatorDesc, Vec<Vec<u8>>) {
+        let widths = [5u32, 3, 6, 2];
+        let op = OperatorDesc::Join(JoinDesc {
+            input_tensors: widths
+                .iter()
+                .map(|&w| TensorDesc::packed(DataType::Uint8, &[7, w]))
+                .collect(),
+            output_tensor: TensorDesc::packed(DataType::Uint8, &[7, 16]),
+            axis: 1,
+        });
+        let inputs = op
+            .inputs()
+            .iter()
+            .enumerate()
+            .map(|(i, (_, d))| {
+                let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
+                fill_random_bits(DataType::Uint8, &mut bytes, i as u64);
+                bytes
+            })
+            .collect();
+        (op, inputs)
+    }
+
+    fn run(gpu: &Gpu, op: &OperatorDesc, inputs: &[Vec<u8>]) -> (Vec<u8>, usize) {
+        let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let mut output = vec![0xA5u8; op.outputs()[0].1.total_tensor_size_in_bytes as usize];
+        let prepared = gpu
+            .prepare(op, &refs, std::slice::from_ref(&output), &[0], true)
+            .unwrap();
+        let dispatches = prepared.dispatches.len();
+        gpu.dispatch(&prepared, true, Some(&mut [output.as_mut_slice()]))
+            .unwrap();
+        (output, dispatches)
+    }
+
+    #[test]
+    fn one_dispatch_covers_every_piece_of_a_join_and_each_buffer_apart_gives_the_same_bytes() {
+        let Some(backend) = backend_with(KERNEL) else {
+            return;
+        };
+        let gpu = backend.gpu.as_ref().unwrap();
+        let (op, inputs) = uneven_join();
+        let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+        let expected = dmlcts_oracle::execute(&op, &refs).unwrap().remove(0).bytes;
+        assert_eq!(run(gpu, &op, &inputs), (expected.clone(), 1));
+        // Under a binding limit too small to share, each input has its own buffer, and
+        // each its own dispatch.
+        let mut apart = open(None, KERNEL).unwrap();
+        apart.shared_limit = 16;
+        assert_eq!(run(&apart, &op, &inputs), (expected, 4));
+    }
+
+    #[test]
+    fn a_planted_racy_kernel_that_writes_shared_words_without_atomics_fails_the_corpus() {
+        let atomic = "atomicAnd(&dst[word], ~mask);\n    atomicOr(&dst[word], value & mask);";
+        assert!(
+            KERNEL.contains(atomic),
+            "write_bits changed: update this test"
+        );
+        let racy = KERNEL.replace(
+            atomic,
+            "let old = atomicLoad(&dst[word]);\n    atomicStore(&dst[word], (old & ~mask) | (value & mask));",
+        );
+        let (Some(sound), Some(planted)) = (backend_with(KERNEL), backend_with(&racy)) else {
+            return;
+        };
+        let corpus = Corpus::embedded();
+        let failed = |backend: &WgpuBackend| {
+            corpus
+                .cases
+                .iter()
+                .filter(|case| {
+                    run_case(backend, case, &RunOptions::default()).status == Status::Failed
+                })
+                .count()
+        };
+        assert_eq!(failed(&sound), 0);
+        assert!(failed(&planted) > 0, "the corpus did not catch the race");
     }
 }
 
