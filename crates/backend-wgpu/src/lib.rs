@@ -421,7 +421,10 @@ fn kernel_piece(
         (n, false)
     } else {
         // Whole words a row holds, at most; the rest are edges.
-        (row_bytes / 4, !(rows_start_aligned && row_bytes.is_multiple_of(4)))
+        (
+            row_bytes / 4,
+            !(rows_start_aligned && row_bytes.is_multiple_of(4)),
+        )
     };
     let workgroup = u64::from(WORKGROUP);
     // Word modes: units 0 and 1 are the edges, when there are any, in two lanes. ELEMENTS:
@@ -676,7 +679,10 @@ impl Gpu {
                 let dst_byte = dst_place + offset + (output.dst_base(piece) * es) as u64;
                 if let [(n, 1, 1)] = dims.as_slice() {
                     let bytes = n * element_bytes;
-                    if src_byte.is_multiple_of(4) && dst_byte.is_multiple_of(4) && bytes.is_multiple_of(4) {
+                    if src_byte.is_multiple_of(4)
+                        && dst_byte.is_multiple_of(4)
+                        && bytes.is_multiple_of(4)
+                    {
                         copies.push(RunCopy {
                             src_buffer,
                             dst_buffer,
