@@ -49,10 +49,12 @@ pub struct ConformanceArgs {
     /// --filter must equal the case name
     #[arg(long)]
     pub exact: bool,
-    /// Run at this level [default: the level the backend claims]
+    /// Pin one level: every case runs as on a device at X_Y [default: each case at its own
+    /// level, on backends that can act at several]
     #[arg(long, value_name = "X_Y", value_parser = parse_feature_level)]
     pub feature_level: Option<FeatureLevel>,
-    /// Require rejection of what the level's tables do not support
+    /// Require rejection of what the running level's tables do not support, also where the
+    /// device is not at the case's own level
     #[arg(long)]
     pub strict_level: bool,
     /// Known failures (YAML); an unexpected pass fails the run
