@@ -66,6 +66,8 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
     // After `[` or `,` in the cases sequence: the next token starts an item.
     let mut item_next = false;
     let mut at_line_start = true;
+    // The block nesting bound of the line where the current flow collection started.
+    let mut block_depth = 0;
     while i < bytes.len() {
         if at_line_start {
             at_line_start = false;
@@ -86,7 +88,8 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
             if flow.is_empty() && !blank {
                 // The column of the first content after indentation and `- `/`? ` indicators
                 // bounds the line's block nesting.
-                if indent + leading_indicators(rest) > MAX_NESTING {
+                block_depth = indent + leading_indicators(rest);
+                if block_depth > MAX_NESTING {
                     return Err(TooDeep { line });
                 }
                 value_start = true;
@@ -155,7 +158,7 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
             }
             b'[' | b'{' if value_start || !flow.is_empty() => {
                 flow.push(b);
-                if flow.len() > MAX_NESTING {
+                if block_depth + flow.len() > MAX_NESTING {
                     return Err(TooDeep { line });
                 }
                 if let CasesValue::Expected { key_flow_depth } = cases
