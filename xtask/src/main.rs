@@ -46,7 +46,7 @@ fn main() -> ExitCode {
     let host = Host {
         program: "cargo xtask",
         default_backends_file: root.join("backends.yaml"),
-        default_fuzz_out: dmlcts_harness::fuzz::default_out_dir(&root),
+        default_fuzz_out: root.join("cases").join("regressions"),
         directml: directml::start_command,
         directml_names: directml::backend_names,
     };

@@ -3,7 +3,7 @@
 //! The runner compares every addressed byte, the guard bands and the inputs.
 
 use dmlcts_backend_cpu::CpuBackend;
-use dmlcts_harness::strategies::{near_miss_case, valid_case};
+use dmlcts_fuzz::strategies::{near_miss_case, valid_case};
 use dmlcts_harness::{RunOptions, Status, run_case};
 use proptest::prelude::*;
 

@@ -1,14 +1,19 @@
-//! `fuzz`: options and printing around `dmlcts_harness::fuzz`. Kept thin: the fuzzer
-//! itself, its options and its report live beside the strategies.
+//! `fuzz`: options and printing around `dmlcts_fuzz::run_campaign`. Kept thin: the
+//! campaign, its buckets and its report live in crates/fuzz.
 
-use crate::Host;
 use crate::backends::{BackendRequest, resolve};
+use crate::{Host, parse_seconds};
 use clap::{ArgGroup, Args};
-use dmlcts_harness::fuzz::{FuzzOptions, Mix, fuzz};
-use dmlcts_tensor::OperatorKind;
-use std::io::Write;
+use dmlcts_fuzz::report::{campaign_command, env_prefix, json_report};
+use dmlcts_fuzz::{BucketStatus, CampaignOptions, Mix, Progress, Shard, run_campaign};
+use dmlcts_harness::report::Expectations;
+use dmlcts_tensor::{Backend, OperatorKind};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
+/// A campaign: runs its whole budget, buckets every failure by the signature of its shrunk
+/// minimal case, saves one case per bucket, and exits 1 when there is a new finding.
 #[derive(Clone, Debug, Args)]
 #[command(group = ArgGroup::new("mix").args(["valid_only", "invalid_only"]))]
 pub struct FuzzArgs {
@@ -18,10 +23,13 @@ pub struct FuzzArgs {
     /// GPU backends: the adapter whose name, backend or driver contains TEXT
     #[arg(long, value_name = "TEXT")]
     pub adapter: Option<String>,
-    /// Cases to generate
-    #[arg(long, value_name = "N", default_value_t = 10_000)]
-    pub cases: u32,
-    /// The run's seed [default: from the clock; printed, so any run can be repeated]
+    /// Case budget [default: 10000, or none when --time is given]
+    #[arg(long, value_name = "N")]
+    pub cases: Option<u64>,
+    /// Time budget in seconds; with --cases, whichever ends first
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub time: Option<Duration>,
+    /// The campaign's seed [default: from the clock; printed, so any run can be repeated]
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
     /// Only this operator
@@ -33,9 +41,30 @@ pub struct FuzzArgs {
     /// Only near misses (valid descriptors with one rule broken)
     #[arg(long)]
     pub invalid_only: bool,
-    /// Where the minimal failing case is saved [default: cases/regressions]
+    /// Backend instances run in parallel (processes for out-of-process backends); the same
+    /// seed gives the same cases whatever N is
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Run the cases whose index % N == I (shards are disjoint and merge into the whole)
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
+    /// Known differences (known_differences, not_enforced) counted as known or
+    /// informational instead of new
+    #[arg(long, value_name = "FILE")]
+    pub expectations: Option<PathBuf>,
+    /// New buckets after which further failures are only counted
+    #[arg(long, value_name = "K", default_value_t = dmlcts_fuzz::campaign::DEFAULT_MAX_FINDINGS)]
+    pub max_findings: usize,
+    /// Seconds to shrink one failure
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds,
+          default_value = "20")]
+    pub shrink_time: Duration,
+    /// Where each bucket's minimal case is saved [default: cases/regressions]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Write the campaign report (JSON) here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 fn parse_operator(text: &str) -> Result<OperatorKind, String> {
@@ -43,92 +72,171 @@ fn parse_operator(text: &str) -> Result<OperatorKind, String> {
         .ok_or_else(|| format!("unknown operator `{text}` (split, join, slice1)"))
 }
 
+fn duration_text(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s % 3600 / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}
+
+fn progress_line(p: &Progress) -> String {
+    let left = p
+        .left
+        .map(|l| format!(", {} left", duration_text(l)))
+        .unwrap_or_default();
+    format!(
+        "fuzz: {} cases, {:.0} cases/s, {} new, {} known ({} hits), {}{left}",
+        p.cases,
+        p.rate(),
+        p.new,
+        p.known,
+        p.known_hits,
+        duration_text(p.elapsed)
+    )
+}
+
 pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
     let backend_name = args.backend.clone();
-    let mut options = FuzzOptions {
-        cases: args.cases,
-        seed: args.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        }),
-        op: args.op,
-        mix: if args.valid_only {
-            Mix::ValidOnly
-        } else if args.invalid_only {
-            Mix::InvalidOnly
-        } else {
-            Mix::Both
-        },
-        out_dir: args
-            .out
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    let mut options = CampaignOptions::new(&backend_name, seed);
+    options.cases = match (args.cases, args.time) {
+        (Some(cases), _) => Some(cases),
+        (None, Some(_)) => None,
+        (None, None) => Some(10_000),
+    };
+    options.time = args.time;
+    options.op = args.op;
+    options.mix = if args.valid_only {
+        Mix::ValidOnly
+    } else if args.invalid_only {
+        Mix::InvalidOnly
+    } else {
+        Mix::Both
+    };
+    options.shard = args.shard.unwrap_or(Shard::WHOLE);
+    options.max_findings = args.max_findings;
+    options.shrink_time = args.shrink_time;
+    options.out_dir = Some(
+        args.out
             .clone()
             .unwrap_or_else(|| host.default_fuzz_out.clone()),
-        backend_name: String::new(),
-    };
+    );
+    if let Some(path) = &args.expectations {
+        match Expectations::load(path) {
+            Ok(e) => {
+                options.known_differences = e.known_differences;
+                options.not_enforced = e.not_enforced;
+            }
+            Err(e) => {
+                crate::say_err!("error: --expectations: {e}");
+                return 2;
+            }
+        }
+    }
     let request = BackendRequest {
         name: backend_name.clone(),
         adapter: args.adapter.clone(),
         ..Default::default()
     };
-    let backend = match resolve(host, &request) {
-        Ok(resolved) => resolved.backend,
-        Err(e) => {
-            eprintln!("error: --backend {backend_name}: {e}");
-            return 2;
+    let jobs = usize::from(args.jobs);
+    // One instance per job: out-of-process backends start one process each.
+    let mut instances: Vec<std::sync::Arc<dyn Backend>> = Vec::with_capacity(jobs);
+    for _ in 0..jobs {
+        match resolve(host, &request) {
+            Ok(resolved) => instances.push(resolved.backend),
+            Err(e) => {
+                crate::say_err!("error: --backend {backend_name}: {e}");
+                return 2;
+            }
         }
-    };
-    if let Some(reason) = backend.unavailable_reason() {
-        eprintln!("fuzz: backend {backend_name} is unavailable here: {reason}");
+    }
+    if let Some(reason) = instances[0].unavailable_reason() {
+        crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
         return 2;
     }
-    options.backend_name = backend_name.clone();
-    let mut command = format!(
-        "{} fuzz --backend {backend_name} --cases {} --seed {}",
-        host.program, options.cases, options.seed
+    options.device = instances[0].device();
+    options.env_prefix = env_prefix();
+    options.program = host.program.to_string();
+    let command = campaign_command(&options, jobs, args.expectations.as_deref());
+    let budget = match (options.cases, options.time) {
+        (Some(c), Some(t)) => format!("{c} cases or {} s", t.as_secs_f64()),
+        (Some(c), None) => format!("{c} cases"),
+        (None, Some(t)) => format!("{} s", t.as_secs_f64()),
+        (None, None) => "no budget (until stopped)".to_string(),
+    };
+    crate::say!(
+        "fuzz: {budget} on backend {backend_name} ({}), seed {}, {jobs} job(s), shard {}/{}",
+        options.device,
+        options.seed,
+        options.shard.index,
+        options.shard.count
     );
-    if let Some(op) = options.op {
-        command.push_str(&format!(" --op {op}"));
-    }
-    match options.mix {
-        Mix::ValidOnly => command.push_str(" --valid-only"),
-        Mix::InvalidOnly => command.push_str(" --invalid-only"),
-        Mix::Both => {}
-    }
-    println!(
-        "fuzz: {} cases on backend {backend_name} ({}), seed {}",
-        options.cases,
-        backend.device(),
-        options.seed
+    crate::say!("fuzz: repeat this run with: {command}");
+    let terminal = std::io::stderr().is_terminal();
+    let mut last = Instant::now();
+    let outcome = run_campaign(
+        &instances.iter().map(|b| b.as_ref()).collect::<Vec<_>>(),
+        &options,
+        |p| {
+            let mut err = std::io::stderr();
+            if terminal {
+                if p.finished || last.elapsed() >= Duration::from_millis(200) {
+                    last = Instant::now();
+                    let _ = write!(err, "\r\x1b[2K{}", progress_line(p));
+                    if p.finished {
+                        let _ = writeln!(err);
+                    }
+                }
+            } else if !p.finished && last.elapsed() >= Duration::from_secs(10) {
+                last = Instant::now();
+                let _ = writeln!(err, "{}", progress_line(p));
+            }
+        },
     );
-    println!("fuzz: repeat this run with: {command}");
-    let outcome = fuzz(backend.as_ref(), &options, |done, elapsed| {
-        let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
-        let _ = writeln!(std::io::stderr(), "fuzz: {done} cases, {rate:.0} cases/s");
-    });
-    if let Some(reason) = &outcome.aborted {
-        println!("fuzz: aborted after {} cases: {reason}", outcome.cases_run);
-        return 1;
-    }
-    match &outcome.failure {
-        None => {
-            println!(
-                "fuzz: {} cases in {:.2} s ({:.0} cases/s), no failure",
-                outcome.cases_run,
-                outcome.elapsed.as_secs_f64(),
-                outcome.cases_per_second()
-            );
-            0
+    crate::say!(
+        "fuzz: {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        outcome.cases_run,
+        outcome.elapsed.as_secs_f64(),
+        outcome.rate(),
+        outcome.jobs
+    );
+    for bucket in &outcome.buckets {
+        let status = match &bucket.status {
+            BucketStatus::New => "NEW".to_string(),
+            BucketStatus::Known { name, .. } => format!("known: {name}"),
+            BucketStatus::Informational { .. } => "informational".to_string(),
+        };
+        crate::say!(
+            "\n[{status}] {} x {} (first: case {})",
+            bucket.id,
+            bucket.count,
+            bucket.first_index
+        );
+        if bucket.status == BucketStatus::New {
+            crate::say!("{}", bucket.report);
         }
-        Some(failure) => {
-            println!(
-                "fuzz: failure after {} cases; the minimal case found by shrinking:\n",
-                outcome.cases_run
-            );
-            println!("{}", failure.report);
-            println!("saved: {}", failure.path.display());
-            println!("replay: {}", failure.replay);
-            1
+        if let Some(path) = &bucket.saved {
+            crate::say!("  saved: {}", path.display());
+        }
+        if let Some(replay) = &bucket.replay {
+            crate::say!("  replay: {replay}");
         }
     }
+    crate::say!("\nfuzz: {}", outcome.summary_line());
+    if let Some(path) = &args.json {
+        let text = json_report(&options, &outcome, &command);
+        if let Err(e) = std::fs::write(path, text) {
+            crate::say_err!("error: --json {}: {e}", path.display());
+            return 2;
+        }
+    }
+    i32::from(outcome.new_buckets().next().is_some())
 }

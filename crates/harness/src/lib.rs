@@ -5,13 +5,12 @@ mod case;
 pub mod compare;
 pub mod data;
 mod devices;
-pub mod fuzz;
 pub mod generate;
+pub mod known;
 mod libtest;
 pub mod report;
 mod runner;
 mod scan;
-pub mod strategies;
 pub mod versions;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};

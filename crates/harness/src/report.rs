@@ -88,7 +88,14 @@ pub fn load_error_result(error: &LoadError) -> CaseResult {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expectations {
+    #[serde(default)]
     pub expected_failures: Vec<ExpectedFailure>,
+    /// Fuzz campaigns: known differences on generated cases (see `known`).
+    #[serde(default)]
+    pub known_differences: Vec<crate::known::KnownDifference>,
+    /// Fuzz campaigns: rules a backend does not enforce by design (see `known`).
+    #[serde(default)]
+    pub not_enforced: Vec<crate::known::NotEnforced>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -120,7 +127,26 @@ impl Expectations {
     pub fn load(path: &Path) -> Result<Expectations, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let expectations: Expectations =
+            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let problems: Vec<String> = (expectations.known_differences.iter().enumerate())
+            .flat_map(|(i, k)| {
+                k.problems()
+                    .into_iter()
+                    .map(move |p| format!("known_differences[{i}] ({}): {p}", k.name))
+            })
+            .chain(
+                (expectations.not_enforced.iter().enumerate()).flat_map(|(i, n)| {
+                    n.problems()
+                        .into_iter()
+                        .map(move |p| format!("not_enforced[{i}]: {p}"))
+                }),
+            )
+            .collect();
+        match problems.first() {
+            Some(problem) => Err(format!("{}: {problem}", path.display())),
+            None => Ok(expectations),
+        }
     }
 
     fn find(&self, backend: &str, device: &str, case: &str) -> Option<&ExpectedFailure> {

@@ -2,8 +2,8 @@
 //! use them: valid descriptors of each operator, random bit-pattern inputs, and near misses
 //! (a valid descriptor with one rule broken).
 
-use crate::case::{Case, Expectation};
-use crate::data::TensorData;
+use dmlcts_harness::data::TensorData;
+use dmlcts_harness::{Case, Expectation};
 use dmlcts_oracle::validate;
 use dmlcts_tensor::{
     DataType, FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc, TensorDesc,
@@ -16,6 +16,36 @@ pub const MAX_ELEMENTS: u64 = 4096;
 
 pub fn data_type() -> impl Strategy<Value = DataType> {
     prop::sample::select(DataType::ALL.to_vec())
+}
+
+/// The large tier: 1 in this many tensors' sizes hold 1 to 2 MiB (see `sizes_for`).
+pub const LARGE_TIER_ONE_IN: u32 = 5000;
+/// The large tier's byte range.
+pub const LARGE_TIER_BYTES: std::ops::RangeInclusive<u64> = (1 << 20)..=(2 << 20);
+
+/// Sizes for tensors of `data_type`: `sizes()` nearly always, and 1 in `LARGE_TIER_ONE_IN`
+/// a large tensor of 1 to 2 MiB (`large_sizes`), so a campaign reaches sizes the corpus's
+/// small cases never do (multi-threaded chunking, large offsets) without slowing the
+/// common case. Shrinking leaves the large tier for the small one first.
+pub fn sizes_for(data_type: DataType) -> impl Strategy<Value = Vec<u32>> {
+    prop_oneof![
+        LARGE_TIER_ONE_IN - 1 => sizes().boxed(),
+        1 => large_sizes(data_type.element_size() as u64).boxed(),
+    ]
+}
+
+/// 1 to 4 dimensions holding 1 to 2 MiB: inner sizes small, the outermost one whatever
+/// makes up the byte count.
+pub fn large_sizes(element_size: u64) -> impl Strategy<Value = Vec<u32>> {
+    let inner = prop::collection::vec(prop_oneof![1u32..=8, 9u32..=300], 0..=3);
+    (inner, LARGE_TIER_BYTES).prop_map(move |(inner, bytes)| {
+        let elements = bytes.div_ceil(element_size.max(1));
+        let inner_count: u64 = inner.iter().map(|&s| u64::from(s)).product();
+        let outer = elements.div_ceil(inner_count.max(1)).max(1);
+        let mut sizes = vec![u32::try_from(outer).unwrap_or(u32::MAX)];
+        sizes.extend(inner);
+        sizes
+    })
 }
 
 /// 1 to 8 dimensions, sizes biased to small values: an element budget is drawn first (mostly
@@ -142,7 +172,8 @@ fn with_axis(sizes: &[u32], axis: usize, value: u32) -> Vec<u32> {
 }
 
 pub fn split_desc() -> impl Strategy<Value = OperatorDesc> {
-    (data_type(), sizes())
+    data_type()
+        .prop_flat_map(|dt| (Just(dt), sizes_for(dt)))
         .prop_flat_map(|(dt, sizes)| {
             let dims = sizes.len();
             (Just(dt), Just(sizes), 0..dims)
@@ -234,7 +265,8 @@ fn window(input_size: u32) -> impl Strategy<Value = (u32, u32, i32, u32)> {
 }
 
 pub fn slice1_desc() -> impl Strategy<Value = OperatorDesc> {
-    (data_type(), sizes())
+    data_type()
+        .prop_flat_map(|dt| (Just(dt), sizes_for(dt)))
         .prop_flat_map(|(dt, sizes)| {
             let windows: Vec<_> = sizes.iter().map(|&s| window(s)).collect();
             (

@@ -1,0 +1,699 @@
+//! A fuzz campaign: generated cases through the harness's runner (`check::check_case`) for a
+//! whole budget of cases or time, on one backend instance per job. Every failure is
+//! classified: informational (a rule the backend does not enforce by design), known (an
+//! expectations entry describes it), or bucketed by the signature of its shrunk, normalized
+//! minimal case. A campaign never stops at a failure.
+//!
+//! Case `i` of a campaign is generated from its own RNG, seeded from the campaign seed and
+//! `i` alone, so the same seed gives the same cases whatever the number of jobs; shard `I/N`
+//! runs the indices `i` with `i % N == I`, so shards are disjoint and together are the
+//! unsharded campaign.
+
+use crate::check::{CheckFailure, Mix, case_strategy, check_case};
+use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
+use crate::{report, shrink};
+use dmlcts_harness::Case;
+use dmlcts_harness::known::{KnownDifference, NotEnforced, predicate};
+use dmlcts_tensor::{Backend, OperatorKind};
+use proptest::strategy::{BoxedStrategy, Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which part of a campaign's case indices to run: `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `I/N` (0 <= I < N).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (i, n) = text.split_once('/').ok_or(format!("`{text}` is not I/N"))?;
+        let index: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{i}` is not a number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{n}` is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(format!("`{text}`: need 0 <= I < N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Where shrinking stops by default: through a slow out-of-process backend (Wine,
+/// DirectML: about 150 cases/s) this is a few thousand attempts, well under a minute.
+pub const DEFAULT_SHRINK_TIME: Duration = Duration::from_secs(20);
+pub const DEFAULT_MAX_FINDINGS: usize = 20;
+
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    /// Case indices 0..cases (of the whole campaign, before sharding). With `time`, whichever
+    /// ends first; with neither, the campaign runs until stopped.
+    pub cases: Option<u64>,
+    pub time: Option<Duration>,
+    pub seed: u64,
+    pub op: Option<OperatorKind>,
+    pub mix: Mix,
+    pub shard: Shard,
+    /// New buckets after which failures that fit no bucket are only counted (not shrunk).
+    pub max_findings: usize,
+    /// The time shrinking and normalizing one failure may take.
+    pub shrink_time: Duration,
+    /// Where each bucket's minimal case is saved; `None` saves nothing.
+    pub out_dir: Option<PathBuf>,
+    /// The backend's name as given on the command line (for replay commands).
+    pub backend_name: String,
+    /// The backend's device text (expectations entries may key on it).
+    pub device: String,
+    pub known_differences: Vec<KnownDifference>,
+    pub not_enforced: Vec<NotEnforced>,
+    /// Prepended to replay commands: the `DMLCTS_*` settings that shaped the run.
+    pub env_prefix: String,
+    /// The command replay lines start with (`cargo xtask`, `dmlcts`).
+    pub program: String,
+}
+
+impl CampaignOptions {
+    pub fn new(backend_name: &str, seed: u64) -> CampaignOptions {
+        CampaignOptions {
+            cases: Some(10_000),
+            time: None,
+            seed,
+            op: None,
+            mix: Mix::Both,
+            shard: Shard::WHOLE,
+            max_findings: DEFAULT_MAX_FINDINGS,
+            shrink_time: DEFAULT_SHRINK_TIME,
+            out_dir: None,
+            backend_name: backend_name.to_string(),
+            device: String::new(),
+            known_differences: Vec::new(),
+            not_enforced: Vec::new(),
+            env_prefix: String::new(),
+            program: "cargo xtask".to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BucketStatus {
+    New,
+    /// Described by an expectations entry (its name and reason).
+    Known {
+        name: String,
+        reason: String,
+    },
+    /// A rule the backend does not enforce by design: not a failure.
+    Informational {
+        reason: String,
+    },
+}
+
+impl BucketStatus {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BucketStatus::New => "new",
+            BucketStatus::Known { .. } => "known",
+            BucketStatus::Informational { .. } => "informational",
+        }
+    }
+}
+
+/// Failures of one cause.
+#[derive(Clone, Debug)]
+pub struct Bucket {
+    /// The signature of the minimal case (known-by-predicate buckets: `known.` + the name).
+    pub id: String,
+    pub status: BucketStatus,
+    pub kind: CheckKind,
+    pub count: u64,
+    /// The lowest case index that hit it, and that case's seed.
+    pub first_index: u64,
+    pub first_seed: u64,
+    /// The minimal case (informational buckets: the first case as generated).
+    pub case: Case,
+    /// What failed on the minimal case.
+    pub report: String,
+    pub saved: Option<PathBuf>,
+    pub replay: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct CampaignOutcome {
+    pub cases_run: u64,
+    pub elapsed: Duration,
+    pub jobs: usize,
+    /// New buckets first, then known, then informational; each by first index.
+    pub buckets: Vec<Bucket>,
+    /// Failures that fit no bucket after `max_findings` new ones (not shrunk).
+    pub unclassified: u64,
+}
+
+impl CampaignOutcome {
+    pub fn rate(&self) -> f64 {
+        self.cases_run as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    pub fn new_buckets(&self) -> impl Iterator<Item = &Bucket> {
+        self.buckets
+            .iter()
+            .filter(|b| b.status == BucketStatus::New)
+    }
+
+    /// The closing line: `N new findings; known: NAME x COUNT, ...`.
+    pub fn summary_line(&self) -> String {
+        let new = self.new_buckets().count();
+        let mut line = format!("{new} new finding{}", if new == 1 { "" } else { "s" });
+        let known: Vec<String> = self
+            .buckets
+            .iter()
+            .filter_map(|b| match &b.status {
+                BucketStatus::Known { name, .. } => Some(format!("{name} x {}", b.count)),
+                _ => None,
+            })
+            .collect();
+        if !known.is_empty() {
+            line.push_str(&format!("; known: {}", known.join(", ")));
+        }
+        let info: u64 = self
+            .buckets
+            .iter()
+            .filter(|b| matches!(b.status, BucketStatus::Informational { .. }))
+            .map(|b| b.count)
+            .sum();
+        if info > 0 {
+            line.push_str(&format!("; informational (not enforced by design): {info}"));
+        }
+        if self.unclassified > 0 {
+            line.push_str(&format!(
+                "; {} more failure(s) not shrunk (--max-findings reached)",
+                self.unclassified
+            ));
+        }
+        line
+    }
+}
+
+/// A snapshot for progress lines.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub cases: u64,
+    pub elapsed: Duration,
+    pub new: usize,
+    pub known: usize,
+    pub known_hits: u64,
+    /// Time left for a `time` budget, or estimated from the rate for a `cases` budget.
+    pub left: Option<Duration>,
+    pub finished: bool,
+}
+
+impl Progress {
+    pub fn rate(&self) -> f64 {
+        self.cases as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// The seed of case `index` of a campaign (splitmix64 of both).
+pub fn case_seed(seed: u64, index: u64) -> u64 {
+    fn mix(mut z: u64) -> u64 {
+        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    mix(seed ^ mix(index))
+}
+
+/// The value tree of case `index`: the same for a seed and index wherever it runs.
+pub fn case_tree(
+    strategy: &BoxedStrategy<Case>,
+    seed: u64,
+    index: u64,
+) -> Box<dyn ValueTree<Value = Case>> {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&case_seed(seed, index).to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    match strategy.new_tree(&mut runner) {
+        Ok(tree) => Box::new(tree),
+        // The strategies filter nothing, so this cannot happen; a case that says so fails.
+        Err(reason) => Box::new(proptest::strategy::Just(crate::strategies::case_for(
+            &format!("fuzz.unbuildable: {reason}"),
+            dmlcts_tensor::OperatorDesc::Join(dmlcts_tensor::JoinDesc {
+                input_tensors: Vec::new(),
+                output_tensor: dmlcts_tensor::TensorDesc::packed(
+                    dmlcts_tensor::DataType::Uint8,
+                    &[1],
+                ),
+                axis: 0,
+            }),
+            0,
+        ))),
+    }
+}
+
+/// The case indices a campaign (or shard) runs, in order: for tests and tools.
+pub fn case_indices(options: &CampaignOptions) -> impl Iterator<Item = u64> + '_ {
+    (0u64..)
+        .map(|k| options.shard.index + k * options.shard.count)
+        .take_while(|&i| options.cases.is_none_or(|c| i < c))
+}
+
+/// How a failure is told apart from others before shrinking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Class {
+    /// An acceptance of a near miss breaking a rule the backend does not enforce.
+    Informational(usize),
+    /// A known difference described by a predicate.
+    KnownByPredicate(usize),
+    Unknown,
+}
+
+/// A failure's identity for shrinking: a candidate must fail the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Verdict {
+    kind: CheckKind,
+    rule: Option<String>,
+    class: Class,
+}
+
+struct State {
+    buckets: HashMap<String, Bucket>,
+    /// What each shrunk bucket's minimal case needs, to bucket later hits without shrinking.
+    shapes: Vec<Shape>,
+    unclassified: u64,
+}
+
+/// The needs of a bucket's minimal case: a failure of the same kind, operator and rule whose
+/// case (as generated) has all these features, and the element size class where the
+/// minimal case needed one (e4 is where normalizing leaves a case that needs none), is
+/// counted in that bucket without shrinking. A different cause that happens to show the
+/// same features is counted there too, until a hit without them is shrunk on its own.
+struct Shape {
+    id: String,
+    kind: CheckKind,
+    op: OperatorKind,
+    rule: Option<String>,
+    element_class: String,
+    needs: Vec<&'static str>,
+}
+
+impl Shape {
+    fn of(id: &str, verdict: &Verdict, minimal: &Case) -> Shape {
+        Shape {
+            id: id.to_string(),
+            kind: verdict.kind,
+            op: minimal.op.kind(),
+            rule: verdict.rule.clone(),
+            element_class: element_class(&minimal.op),
+            needs: features(&minimal.op),
+        }
+    }
+
+    fn fits(&self, verdict: &Verdict, case: &Case) -> bool {
+        let features = features(&case.op);
+        self.kind == verdict.kind
+            && self.op == case.op.kind()
+            && self.rule == verdict.rule
+            && (self.element_class == "e4" || self.element_class == element_class(&case.op))
+            && self.needs.iter().all(|n| features.contains(n))
+    }
+}
+
+struct Campaign<'a> {
+    options: &'a CampaignOptions,
+    known: Vec<&'a KnownDifference>,
+    not_enforced: Vec<&'a NotEnforced>,
+    state: Mutex<State>,
+    next: AtomicU64,
+    cases_run: AtomicU64,
+    started: Instant,
+}
+
+impl Campaign<'_> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn next_index(&self) -> Option<u64> {
+        let k = self.next.fetch_add(1, Ordering::Relaxed);
+        let index = self.options.shard.index + k * self.options.shard.count;
+        if self.options.cases.is_some_and(|c| index >= c) {
+            return None;
+        }
+        if self
+            .options
+            .time
+            .is_some_and(|t| self.started.elapsed() >= t)
+        {
+            return None;
+        }
+        Some(index)
+    }
+
+    fn class(&self, failure: &CheckFailure) -> Class {
+        if failure.kind == CheckKind::Acceptance
+            && let Some(rule) = expected_rule(&failure.case)
+            && let Some(i) = self
+                .not_enforced
+                .iter()
+                .position(|n| n.rules.iter().any(|r| r == rule))
+        {
+            return Class::Informational(i);
+        }
+        let position = self.known.iter().position(|k| {
+            k.check.as_deref().is_none_or(|c| c == failure.kind.name())
+                && k.predicate
+                    .as_deref()
+                    .and_then(predicate)
+                    .is_some_and(|p| (p.holds)(&failure.case.op))
+        });
+        match position {
+            Some(i) => Class::KnownByPredicate(i),
+            None => Class::Unknown,
+        }
+    }
+
+    fn verdict(&self, failure: &CheckFailure) -> Verdict {
+        Verdict {
+            kind: failure.kind,
+            rule: expected_rule(&failure.case).map(str::to_string),
+            class: self.class(failure),
+        }
+    }
+
+    /// Shrinks a failure within the shrink time, keeping its verdict.
+    fn shrink(
+        &self,
+        backend: &dyn Backend,
+        tree: &mut dyn ValueTree<Value = Case>,
+        failure: CheckFailure,
+        verdict: &Verdict,
+    ) -> (Case, CheckFailure) {
+        let start = Instant::now();
+        let budget = self.options.shrink_time;
+        let still_fails = |case: &Case| match checked(backend, case) {
+            Err(f) if self.verdict(&f) == *verdict => Some(f),
+            _ => None,
+        };
+        let (minimal, failure) = shrink::shrink(tree, failure, start + budget * 3 / 5, still_fails);
+        shrink::normalize(minimal, failure, start + budget, still_fails)
+    }
+
+    fn handle(
+        &self,
+        backend: &dyn Backend,
+        tree: &mut dyn ValueTree<Value = Case>,
+        index: u64,
+        failure: CheckFailure,
+    ) {
+        let verdict = self.verdict(&failure);
+        let (id, status) = match &verdict.class {
+            Class::Informational(i) => {
+                let id = signature(failure.kind, &failure.case);
+                let reason = self.not_enforced[*i].reason.clone();
+                self.record(
+                    index,
+                    &id,
+                    BucketStatus::Informational { reason },
+                    failure,
+                    None,
+                );
+                return;
+            }
+            Class::KnownByPredicate(i) => {
+                let known = self.known[*i];
+                let id = format!("known.{}", slug(&known.name));
+                let status = BucketStatus::Known {
+                    name: known.name.clone(),
+                    reason: known.reason.clone(),
+                };
+                (id, status)
+            }
+            Class::Unknown => {
+                let mut state = self.lock();
+                let fitting = (state.shapes.iter())
+                    .filter(|shape| shape.fits(&verdict, &failure.case))
+                    .max_by_key(|shape| shape.needs.len())
+                    .map(|shape| shape.id.clone());
+                if let Some(id) = fitting {
+                    count_hit(&mut state, &id, index);
+                    return;
+                }
+                let new = state
+                    .buckets
+                    .values()
+                    .filter(|b| b.status == BucketStatus::New)
+                    .count();
+                if new >= self.options.max_findings {
+                    state.unclassified += 1;
+                    return;
+                }
+                drop(state);
+                let (_, minimal) = self.shrink(backend, tree, failure, &verdict);
+                let id = signature(minimal.kind, &minimal.case);
+                let status = match self
+                    .known
+                    .iter()
+                    .find(|k| k.signature.as_deref() == Some(id.as_str()))
+                {
+                    Some(k) => BucketStatus::Known {
+                        name: k.name.clone(),
+                        reason: k.reason.clone(),
+                    },
+                    None => BucketStatus::New,
+                };
+                let shape = Shape::of(&id, &verdict, &minimal.case);
+                self.record(index, &id, status, minimal, Some(shape));
+                return;
+            }
+        };
+        // Known by predicate: shrink the first hit only, for its saved case.
+        {
+            let mut state = self.lock();
+            if state.buckets.contains_key(&id) {
+                count_hit(&mut state, &id, index);
+                return;
+            }
+        }
+        let (_, minimal) = self.shrink(backend, tree, failure, &verdict);
+        self.record(index, &id, status, minimal, None);
+    }
+
+    /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
+    /// shape goes in under the same lock, so no hit can fit a shape whose bucket is missing.
+    fn record(
+        &self,
+        index: u64,
+        id: &str,
+        status: BucketStatus,
+        failure: CheckFailure,
+        shape: Option<Shape>,
+    ) {
+        let bucket = Bucket {
+            id: id.to_string(),
+            status,
+            kind: failure.kind,
+            count: 1,
+            first_index: index,
+            first_seed: case_seed(self.options.seed, index),
+            case: *failure.case,
+            report: without_replay_lines(&failure.report),
+            saved: None,
+            replay: None,
+        };
+        let mut state = self.lock();
+        state.shapes.extend(shape);
+        match state.buckets.get_mut(id) {
+            Some(existing) => {
+                existing.count += 1;
+                if index < existing.first_index {
+                    let count = existing.count;
+                    *existing = Bucket { count, ..bucket };
+                }
+            }
+            None => {
+                let mut bucket = bucket;
+                report::save_bucket(self.options, &mut bucket);
+                state.buckets.insert(id.to_string(), bucket);
+            }
+        }
+    }
+
+    fn progress(&self, finished: bool) -> Progress {
+        let state = self.lock();
+        let cases = self.cases_run.load(Ordering::Relaxed);
+        let elapsed = self.started.elapsed();
+        let left = match (self.options.time, self.options.cases) {
+            (Some(t), _) => Some(t.saturating_sub(elapsed)),
+            (None, Some(total)) if cases > 0 => {
+                let mine = total.div_ceil(self.options.shard.count);
+                let rate = cases as f64 / elapsed.as_secs_f64().max(1e-9);
+                Some(Duration::from_secs_f64(
+                    mine.saturating_sub(cases) as f64 / rate.max(1e-9),
+                ))
+            }
+            _ => None,
+        };
+        Progress {
+            cases,
+            elapsed,
+            new: state
+                .buckets
+                .values()
+                .filter(|b| b.status == BucketStatus::New)
+                .count(),
+            known: state
+                .buckets
+                .values()
+                .filter(|b| matches!(b.status, BucketStatus::Known { .. }))
+                .count(),
+            known_hits: state
+                .buckets
+                .values()
+                .filter(|b| matches!(b.status, BucketStatus::Known { .. }))
+                .map(|b| b.count)
+                .sum(),
+            left,
+            finished,
+        }
+    }
+}
+
+fn count_hit(state: &mut State, id: &str, index: u64) {
+    if let Some(bucket) = state.buckets.get_mut(id) {
+        bucket.count += 1;
+        bucket.first_index = bucket.first_index.min(index);
+    }
+}
+
+/// A panic anywhere in the checks (the invariants call the backend directly) is a crash.
+fn checked(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(backend, case))) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_string());
+            Err(CheckFailure {
+                kind: CheckKind::Crash,
+                report: format!(
+                    "FAIL {}\n  check: panicked\n  panic: {message}\n",
+                    case.name
+                ),
+                case: Box::new(case.clone()),
+            })
+        }
+    }
+}
+
+fn without_replay_lines(report: &str) -> String {
+    report
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("replay:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A name made of `[a-z0-9_]`.
+pub fn slug(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Runs a campaign with one job per backend instance (at least one). `progress` is called
+/// from the calling thread about every 100 ms, and once at the end with `finished` set.
+pub fn run_campaign(
+    backends: &[&dyn Backend],
+    options: &CampaignOptions,
+    mut progress: impl FnMut(&Progress),
+) -> CampaignOutcome {
+    let campaign = Campaign {
+        options,
+        known: options
+            .known_differences
+            .iter()
+            .filter(|k| k.applies(&options.backend_name, &options.device))
+            .collect(),
+        not_enforced: options
+            .not_enforced
+            .iter()
+            .filter(|n| n.applies(&options.backend_name, &options.device))
+            .collect(),
+        state: Mutex::new(State {
+            buckets: HashMap::new(),
+            shapes: Vec::new(),
+            unclassified: 0,
+        }),
+        next: AtomicU64::new(0),
+        cases_run: AtomicU64::new(0),
+        started: Instant::now(),
+    };
+    let running = AtomicUsize::new(backends.len());
+    std::thread::scope(|scope| {
+        for &backend in backends {
+            let campaign = &campaign;
+            let running = &running;
+            scope.spawn(move || {
+                let strategy = case_strategy(options.op, options.mix);
+                while let Some(index) = campaign.next_index() {
+                    let mut tree = case_tree(&strategy, options.seed, index);
+                    let case = tree.current();
+                    let result = checked(backend, &case);
+                    campaign.cases_run.fetch_add(1, Ordering::Relaxed);
+                    if let Err(failure) = result {
+                        campaign.handle(backend, tree.as_mut(), index, failure);
+                    }
+                }
+                running.fetch_sub(1, Ordering::Release);
+            });
+        }
+        while running.load(Ordering::Acquire) > 0 {
+            std::thread::sleep(Duration::from_millis(100));
+            progress(&campaign.progress(false));
+        }
+    });
+    progress(&campaign.progress(true));
+    let elapsed = campaign.started.elapsed();
+    let state = campaign
+        .state
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner());
+    let mut buckets: Vec<Bucket> = state.buckets.into_values().collect();
+    let rank = |b: &Bucket| match b.status {
+        BucketStatus::New => 0,
+        BucketStatus::Known { .. } => 1,
+        BucketStatus::Informational { .. } => 2,
+    };
+    buckets.sort_by(|a, b| (rank(a), a.first_index, &a.id).cmp(&(rank(b), b.first_index, &b.id)));
+    for bucket in &mut buckets {
+        report::save_bucket(options, bucket);
+    }
+    CampaignOutcome {
+        cases_run: campaign.cases_run.load(Ordering::Relaxed),
+        elapsed,
+        jobs: backends.len(),
+        buckets,
+        unclassified: state.unclassified,
+    }
+}

@@ -1,0 +1,17 @@
+//! dmlcts fuzz campaigns: the proptest strategies (public, for backend authors' own tests),
+//! what is checked on each generated case (the harness's runner plus two invariants), the
+//! campaign loop (budgets, jobs, shards), time-bounded shrinking, buckets and their
+//! signatures, known differences from the expectations file, and the campaign report.
+
+pub mod campaign;
+pub mod check;
+pub mod report;
+pub mod shrink;
+pub mod signature;
+pub mod strategies;
+
+pub use campaign::{
+    Bucket, BucketStatus, CampaignOptions, CampaignOutcome, Progress, Shard, run_campaign,
+};
+pub use check::{CheckFailure, Mix, case_strategy, check_case};
+pub use signature::{CheckKind, signature};

@@ -1,0 +1,265 @@
+//! Time-bounded shrinking. proptest's own shrinking stops after a number of iterations, not
+//! a time, which through a slow out-of-process backend can take minutes; this loop walks the
+//! same value tree but stops at a deadline. Then `normalize` tries structural
+//! simplifications proptest cannot make (drop a dimension, a 4-byte element type, packed
+//! layouts, zero offsets, unit strides, full-size outputs) and keeps each one under which the
+//! failure stays the same: what is left is what the failure needs, which the signature names.
+
+use crate::signature::max_copied;
+use crate::strategies::case_for;
+use dmlcts_harness::Case;
+use dmlcts_tensor::{DataType, OperatorDesc, TensorDesc};
+use proptest::strategy::ValueTree;
+use std::time::Instant;
+
+/// Steps of the value tree at most: enough to reach a small case (proptest's flat-mapped
+/// trees can otherwise take hundreds of thousands of steps polishing seeds and indices);
+/// `normalize` does the rest.
+pub const MAX_SHRINK_STEPS: u32 = 4096;
+
+/// Walks `tree` towards simpler cases while `still_fails` holds, until the tree has nothing
+/// simpler, `MAX_SHRINK_STEPS` or the deadline. Returns the simplest failing case and what
+/// `still_fails` gave for it. `first` is what `still_fails` gave for `tree.current()`.
+pub fn shrink<F>(
+    tree: &mut dyn ValueTree<Value = Case>,
+    first: F,
+    deadline: Instant,
+    mut still_fails: impl FnMut(&Case) -> Option<F>,
+) -> (Case, F) {
+    let mut best = (tree.current(), first);
+    if !tree.simplify() {
+        return best;
+    }
+    for _ in 0..MAX_SHRINK_STEPS {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let candidate = tree.current();
+        match still_fails(&candidate) {
+            Some(found) => {
+                best = (candidate, found);
+                if !tree.simplify() {
+                    break;
+                }
+            }
+            None => {
+                if !tree.complicate() {
+                    break;
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Applies structural simplifications while `still_fails` holds, until none applies or the
+/// deadline passes.
+pub fn normalize<F>(
+    case: Case,
+    found: F,
+    deadline: Instant,
+    mut still_fails: impl FnMut(&Case) -> Option<F>,
+) -> (Case, F) {
+    let mut best = (case, found);
+    'again: while Instant::now() < deadline {
+        for op in simplifications(&best.0.op) {
+            if Instant::now() >= deadline {
+                break 'again;
+            }
+            let candidate = rebuild(&best.0, op);
+            if let Some(found) = still_fails(&candidate) {
+                best = (candidate, found);
+                continue 'again;
+            }
+        }
+        break;
+    }
+    best
+}
+
+/// The case with another descriptor: the same name and input seeds, the expectation and
+/// level the oracle gives for the new descriptor.
+fn rebuild(case: &Case, op: OperatorDesc) -> Case {
+    let seed = match case.inputs.first() {
+        Some(dmlcts_harness::data::TensorData::Random { seed }) => *seed,
+        _ => 0,
+    };
+    case_for(&case.name, op, seed)
+}
+
+/// `tensor` with different sizes, strides or type, keeping how far its
+/// TotalTensorSizeInBytes is from the minimum (so a near miss stays one).
+fn remade(
+    tensor: &TensorDesc,
+    data_type: DataType,
+    sizes: &[u32],
+    strides: Option<&[u32]>,
+) -> TensorDesc {
+    let old_minimum =
+        TensorDesc::strided(tensor.data_type, &tensor.sizes, tensor.strides.as_deref())
+            .total_tensor_size_in_bytes as i128;
+    let delta = tensor.total_tensor_size_in_bytes as i128 - old_minimum;
+    let mut new = TensorDesc::strided(data_type, sizes, strides);
+    let total = (new.total_tensor_size_in_bytes as i128 + delta).max(0);
+    new.total_tensor_size_in_bytes = u64::try_from(total).unwrap_or(u64::MAX);
+    new
+}
+
+fn without_dimension(tensor: &TensorDesc, d: usize) -> TensorDesc {
+    let mut sizes = tensor.sizes.clone();
+    if d < sizes.len() {
+        sizes.remove(d);
+    }
+    let strides = tensor.strides.as_ref().map(|s| {
+        let mut s = s.clone();
+        if d < s.len() {
+            s.remove(d);
+        }
+        s
+    });
+    remade(tensor, tensor.data_type, &sizes, strides.as_deref())
+}
+
+fn retyped(tensor: &TensorDesc, data_type: DataType) -> TensorDesc {
+    remade(tensor, data_type, &tensor.sizes, tensor.strides.as_deref())
+}
+
+fn packed(tensor: &TensorDesc) -> TensorDesc {
+    remade(tensor, tensor.data_type, &tensor.sizes, None)
+}
+
+fn minimal_total(tensor: &TensorDesc) -> TensorDesc {
+    TensorDesc::strided(tensor.data_type, &tensor.sizes, tensor.strides.as_deref())
+}
+
+fn resized(tensor: &TensorDesc, d: usize, size: u32) -> TensorDesc {
+    let mut sizes = tensor.sizes.clone();
+    sizes[d] = size;
+    remade(tensor, tensor.data_type, &sizes, tensor.strides.as_deref())
+}
+
+/// Every tensor of the descriptor, mutably.
+fn tensors_mut(op: &mut OperatorDesc) -> Vec<&mut TensorDesc> {
+    match op {
+        OperatorDesc::Split(d) => std::iter::once(&mut d.input_tensor)
+            .chain(d.output_tensors.iter_mut())
+            .collect(),
+        OperatorDesc::Join(d) => d
+            .input_tensors
+            .iter_mut()
+            .chain(std::iter::once(&mut d.output_tensor))
+            .collect(),
+        OperatorDesc::Slice1(d) => vec![&mut d.input_tensor, &mut d.output_tensor],
+    }
+}
+
+fn map_tensors(op: &OperatorDesc, f: impl Fn(&TensorDesc) -> TensorDesc) -> OperatorDesc {
+    let mut op = op.clone();
+    for tensor in tensors_mut(&mut op) {
+        *tensor = f(tensor);
+    }
+    op
+}
+
+/// Candidate simplifications of a descriptor, the boldest first.
+fn simplifications(op: &OperatorDesc) -> Vec<OperatorDesc> {
+    let mut candidates = Vec::new();
+    let dims = op.outputs().first().map_or(0, |(_, t)| t.sizes.len());
+    // Drop a dimension (never the Split/Join axis, never the last one).
+    if dims > 1 {
+        for d in 0..dims {
+            let mut candidate = op.clone();
+            let ok = match &mut candidate {
+                OperatorDesc::Split(s) if d != s.axis as usize => {
+                    if (d as u32) < s.axis {
+                        s.axis -= 1;
+                    }
+                    true
+                }
+                OperatorDesc::Join(j) if d != j.axis as usize => {
+                    if (d as u32) < j.axis {
+                        j.axis -= 1;
+                    }
+                    true
+                }
+                OperatorDesc::Slice1(s) => {
+                    for array in [&mut s.input_window_offsets, &mut s.input_window_sizes] {
+                        if d < array.len() {
+                            array.remove(d);
+                        }
+                    }
+                    if d < s.input_window_strides.len() {
+                        s.input_window_strides.remove(d);
+                    }
+                    s.dimension_count = s.dimension_count.saturating_sub(1);
+                    true
+                }
+                _ => false,
+            };
+            if ok {
+                for tensor in tensors_mut(&mut candidate) {
+                    *tensor = without_dimension(tensor, d);
+                }
+                candidates.push(candidate);
+            }
+        }
+    }
+    // A 4-byte element type everywhere (only when every tensor has one type, so a type
+    // mismatch stays one).
+    let types: Vec<DataType> = op
+        .inputs()
+        .iter()
+        .chain(&op.outputs())
+        .map(|(_, t)| t.data_type)
+        .collect();
+    if types.windows(2).all(|w| w[0] == w[1])
+        && types.first().is_some_and(|t| t.element_size() != 4)
+    {
+        candidates.push(map_tensors(op, |t| retyped(t, DataType::Uint32)));
+    }
+    // Packed layouts and minimal totals: all at once, then one tensor at a time.
+    candidates.push(map_tensors(op, packed));
+    candidates.push(map_tensors(op, minimal_total));
+    let count = op.inputs().len() + op.outputs().len();
+    for i in 0..count {
+        let mut candidate = op.clone();
+        if let Some(tensor) = tensors_mut(&mut candidate).into_iter().nth(i) {
+            *tensor = packed(tensor);
+        }
+        candidates.push(candidate);
+    }
+    if let OperatorDesc::Slice1(s) = op {
+        for d in 0..s.input_window_strides.len().min(s.input_window_sizes.len()) {
+            let mut zero_offset = s.clone();
+            if let Some(o) = zero_offset.input_window_offsets.get_mut(d) {
+                *o = 0;
+            }
+            let stride = s.input_window_strides[d];
+            let mut positive = s.clone();
+            positive.input_window_strides[d] = stride.abs();
+            let mut unit = s.clone();
+            unit.input_window_strides[d] = stride.signum();
+            let mut full_output = s.clone();
+            if d < s.output_tensor.sizes.len() {
+                full_output.output_tensor = resized(
+                    &s.output_tensor,
+                    d,
+                    max_copied(s.input_window_sizes[d], stride),
+                );
+            }
+            let mut tight_input = s.clone();
+            if d < s.input_tensor.sizes.len() {
+                let end =
+                    s.input_window_offsets.get(d).copied().unwrap_or(0) + s.input_window_sizes[d];
+                tight_input.input_tensor = resized(&s.input_tensor, d, end);
+            }
+            for candidate in [zero_offset, positive, unit, full_output, tight_input] {
+                if candidate != *s {
+                    candidates.push(OperatorDesc::Slice1(candidate));
+                }
+            }
+        }
+    }
+    candidates.retain(|c| c != op);
+    candidates
+}

@@ -1,0 +1,185 @@
+//! Known differences on generated cases (the expectations file's `known_differences` and
+//! `not_enforced`), for fuzz campaigns: a failure they describe is counted as known, or as
+//! informational, instead of new. Corpus cases use `expected_failures` instead.
+//!
+//! ```yaml
+//! known_differences:
+//!   - name: slice1 window shape          # how reports name the bucket
+//!     backend: directml                  # a backend name, or "*" for any
+//!     device: "llvmpipe"                 # optional: a substring of the backend's device text
+//!     versions: ">=1.12.1, <1.15"        # optional: as in expected_failures (crate::versions)
+//!     check: values                      # optional: only failures of this check
+//!     predicate: slice1.output_smaller_than_window   # a named predicate on the descriptor,
+//!     # signature: values.slice1.e4.output_smaller_inner  # or a bucket signature
+//!     reason: why, and where it is explained
+//! not_enforced:                          # validation that differs by design
+//!   - backend: onnx
+//!     rules: [slice1.window_within_input] # acceptances of these near misses are informational
+//!     reason: ONNX clamps windows
+//! ```
+
+use crate::versions::VersionSpec;
+use dmlcts_tensor::OperatorDesc;
+use serde::Deserialize;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownDifference {
+    pub name: String,
+    pub backend: String,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub versions: Option<VersionSpec>,
+    #[serde(default)]
+    pub check: Option<String>,
+    #[serde(default)]
+    pub predicate: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotEnforced {
+    pub backend: String,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub versions: Option<VersionSpec>,
+    pub rules: Vec<String>,
+    pub reason: String,
+}
+
+/// A named predicate on a descriptor.
+pub struct Predicate {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub holds: fn(&OperatorDesc) -> bool,
+}
+
+/// Every predicate an expectations file may name.
+pub const PREDICATES: &[Predicate] = &[Predicate {
+    name: "slice1.output_smaller_than_window",
+    description: "a Slice1 whose window strides are all 1 and whose output is smaller than \
+                  the window in a dimension other than the outermost (specs/directml.yaml: \
+                  slice1.output_smaller_than_window)",
+    holds: slice1_output_smaller_than_window,
+}];
+
+pub fn predicate(name: &str) -> Option<&'static Predicate> {
+    PREDICATES.iter().find(|p| p.name == name)
+}
+
+fn slice1_output_smaller_than_window(op: &OperatorDesc) -> bool {
+    let OperatorDesc::Slice1(slice) = op else {
+        return false;
+    };
+    slice.input_window_strides.iter().all(|&s| s == 1)
+        && slice
+            .output_tensor
+            .sizes
+            .iter()
+            .zip(&slice.input_window_sizes)
+            .skip(1)
+            .any(|(&output, &window)| output < window)
+}
+
+/// Whether an entry keyed by backend, device text and versions applies to this backend.
+fn applies(
+    (entry_backend, entry_device, versions): (&str, Option<&str>, Option<&VersionSpec>),
+    backend: &str,
+    device: &str,
+) -> bool {
+    (entry_backend == "*" || entry_backend == backend)
+        && entry_device.is_none_or(|d| device.contains(d))
+        && versions.is_none_or(|v| v.matches_device(device))
+}
+
+impl KnownDifference {
+    pub fn applies(&self, backend: &str, device: &str) -> bool {
+        let key = (
+            self.backend.as_str(),
+            self.device.as_deref(),
+            self.versions.as_ref(),
+        );
+        applies(key, backend, device)
+    }
+
+    /// The entry's own problems, as `field: what` lines (checked on load).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        match (&self.predicate, &self.signature) {
+            (None, None) => problems.push("needs a `predicate` or a `signature`".to_string()),
+            (Some(_), Some(_)) => {
+                problems.push("has both `predicate` and `signature`; give one".to_string())
+            }
+            _ => {}
+        }
+        if let Some(name) = &self.predicate
+            && predicate(name).is_none()
+        {
+            problems.push(format!(
+                "predicate: unknown `{name}`; known: {}",
+                PREDICATES
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        problems
+    }
+}
+
+impl NotEnforced {
+    pub fn applies(&self, backend: &str, device: &str) -> bool {
+        let key = (
+            self.backend.as_str(),
+            self.device.as_deref(),
+            self.versions.as_ref(),
+        );
+        applies(key, backend, device)
+    }
+
+    pub fn problems(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .filter(|rule| dmlcts_oracle::spec::constraint(rule).is_none())
+            .map(|rule| format!("rules: unknown rule `{rule}` (rule ids are in specs/)"))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmlcts_tensor::{DataType, Slice1Desc, TensorDesc};
+
+    fn slice(output: &[u32], strides: &[i32]) -> OperatorDesc {
+        let input = TensorDesc::packed(DataType::Float32, &[3, 2, 4]);
+        OperatorDesc::Slice1(Slice1Desc {
+            input_tensor: input,
+            output_tensor: TensorDesc::packed(DataType::Float32, output),
+            dimension_count: 3,
+            input_window_offsets: vec![0; 3],
+            input_window_sizes: vec![3, 2, 4],
+            input_window_strides: strides.to_vec(),
+        })
+    }
+
+    #[test]
+    fn the_window_shape_predicate_holds_for_a_smaller_inner_output_with_unit_strides_only() {
+        let holds = predicate("slice1.output_smaller_than_window")
+            .unwrap()
+            .holds;
+        assert!(holds(&slice(&[3, 2, 2], &[1, 1, 1])));
+        assert!(holds(&slice(&[3, 1, 4], &[1, 1, 1])));
+        // Only the outermost dimension smaller: the page's result.
+        assert!(!holds(&slice(&[2, 2, 4], &[1, 1, 1])));
+        assert!(!holds(&slice(&[3, 2, 4], &[1, 1, 1])));
+        assert!(!holds(&slice(&[3, 2, 2], &[1, 1, 2])));
+        assert!(!holds(&slice(&[3, 2, 2], &[1, -1, 1])));
+    }
+}
