@@ -1,15 +1,17 @@
-//! A conformance run in which an available backend skipped every case it could have run
-//! fails; a run filtered to nothing and an unavailable backend do not trip it (the libtest
-//! side: crates/harness/tests/skipped_everything.rs).
+//! A run in which an available backend skipped every case it could have run fails, in the
+//! conformance command and in libtest targets alike; an unavailable backend, cases outside
+//! the running level and a run filtered to nothing do not trip it.
 
 use clap::Parser;
 use dmlcts_cli::ConformanceArgs;
 use dmlcts_cli::backends::Resolved;
 use dmlcts_cli::conformance::conformance_with;
+use dmlcts_harness::{Corpus, RunOptions, SkipCheck, libtest_run, run_case};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
 };
+use libtest_mimic::Arguments;
 use std::sync::Arc;
 
 /// The oracle, claiming no data type at all (or, with `unavailable`, not available).
@@ -36,6 +38,13 @@ impl Backend for ClaimsNothing {
     }
 }
 
+fn claims_nothing(unavailable: bool) -> Box<dyn Backend> {
+    Box::new(ClaimsNothing {
+        oracle: OracleBackend::new(FeatureLevel::L4_1),
+        unavailable,
+    })
+}
+
 #[derive(Parser)]
 struct Words {
     #[command(flatten)]
@@ -45,10 +54,7 @@ struct Words {
 fn conformance(words: &[&str], unavailable: bool) -> i32 {
     let args = Words::parse_from(std::iter::once("conformance").chain(words.iter().copied())).args;
     conformance_with(&args, "dmlcts", &|_| {
-        Ok(Resolved::single(Arc::new(ClaimsNothing {
-            oracle: OracleBackend::new(FeatureLevel::L4_1),
-            unavailable,
-        })))
+        Ok(Resolved::single(Arc::from(claims_nothing(unavailable))))
     })
 }
 
@@ -57,4 +63,58 @@ fn a_conformance_run_where_the_backend_skips_everything_fails() {
     assert_eq!(conformance(&["--filter", "doc."], false), 1);
     assert_eq!(conformance(&["--filter", "no.such.case"], false), 0);
     assert_eq!(conformance(&["--filter", "doc."], true), 0);
+}
+
+fn libtest(filter: &str, unavailable: bool) -> Result<(), String> {
+    let args = Arguments::from_iter(["corpus", "--quiet", "--test-threads", "1", filter]);
+    libtest_run(&args, &|_| claims_nothing(unavailable))
+}
+
+#[test]
+fn a_libtest_run_where_the_backend_skips_everything_fails() {
+    assert_eq!(
+        libtest("doc.", false),
+        Err(
+            "backend claims-nothing is available but skipped all 8 cases it could run \
+             (8 of them: backend claims-nothing does not claim FLOAT32); a run that tests \
+             nothing fails"
+                .to_string()
+        )
+    );
+}
+
+#[test]
+fn a_libtest_run_filtered_to_nothing_or_on_an_unavailable_backend_passes() {
+    assert_eq!(libtest("no.such.case", false), Ok(()));
+    assert_eq!(libtest("doc.", true), Ok(()));
+}
+
+#[test]
+fn a_libtest_run_that_runs_cases_passes() {
+    let args = Arguments::from_iter(["corpus", "--quiet", "doc."]);
+    assert_eq!(
+        libtest_run(&args, &|level| Box::new(OracleBackend::new(level))),
+        Ok(())
+    );
+}
+
+#[test]
+fn cases_outside_the_running_level_do_not_count() {
+    // At 1_0 every Slice1 case is above the level: skipped, but not the backend's doing.
+    let corpus = Corpus::embedded();
+    let backend = claims_nothing(false);
+    let options = RunOptions {
+        feature_level: Some(FeatureLevel::L1_0),
+        ..RunOptions::default()
+    };
+    let mut check = SkipCheck::default();
+    for case in corpus
+        .cases
+        .iter()
+        .filter(|c| c.name.starts_with("doc.slice1"))
+    {
+        let result = run_case(backend.as_ref(), case, &options);
+        check.record(backend.as_ref(), case, &options, Some(&result.reason));
+    }
+    assert_eq!(check.failure("claims-nothing"), None);
 }

@@ -349,6 +349,31 @@ impl StderrTail {
     }
 }
 
+/// A hello member listing names (`what` names one: "data type", "level"), each parsed by
+/// `parse`; None when it is absent or null.
+fn name_list<T>(
+    frame: &Frame,
+    key: &str,
+    what: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<Vec<T>>, String> {
+    match frame.header.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(names)) => names
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .and_then(&parse)
+                    .ok_or_else(|| format!("unknown {what} {v} in \"{key}\""))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(other) => Err(format!(
+            "\"{key}\" must be an array of names, found {other}"
+        )),
+    }
+}
+
 fn parse_hello(frame: &Frame) -> Result<Hello, String> {
     if frame.kind() != "hello" {
         return Err(format!("expected a hello, got {}", frame.header));
@@ -367,38 +392,10 @@ fn parse_hello(frame: &Frame) -> Result<Hello, String> {
     let level = text("feature_level")?;
     let feature_level =
         FeatureLevel::parse(&level).ok_or_else(|| format!("bad feature_level {level:?}"))?;
-    let data_types = match frame.header.get("data_types") {
-        Some(Value::Array(names)) => names
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .and_then(DataType::from_name)
-                    .ok_or_else(|| format!("unknown data type {v}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        None => return Err("hello needs \"data_types\"".to_string()),
-        Some(other) => {
-            return Err(format!(
-                "\"data_types\" must be an array of names, found {other}"
-            ));
-        }
-    };
-    let feature_levels = match frame.header.get("feature_levels") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(levels)) => levels
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .and_then(FeatureLevel::parse)
-                    .ok_or_else(|| format!("bad level {v} in \"feature_levels\""))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(other) => {
-            return Err(format!(
-                "\"feature_levels\" must be an array of levels, found {other}"
-            ));
-        }
-    };
+    let data_types = name_list(frame, "data_types", "data type", DataType::from_name)?
+        .ok_or("hello needs \"data_types\"")?;
+    let feature_levels =
+        name_list(frame, "feature_levels", "level", FeatureLevel::parse)?.unwrap_or_default();
     Ok(Hello {
         name: text("name")?,
         feature_level,
@@ -770,5 +767,38 @@ impl ProcessBackend {
                 reply.header
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod hello_tests {
+    use super::*;
+
+    fn hello(extra: Value) -> Result<Hello, String> {
+        let mut header = json!({"type": "hello", "protocol": PROTOCOL_VERSION, "name": "x",
+                                "feature_level": "4_1", "data_types": ["FLOAT32"]});
+        for (key, value) in extra.as_object().expect("an object") {
+            header[key] = value.clone();
+        }
+        parse_hello(&Frame::new(header))
+    }
+
+    #[test]
+    fn feature_levels_are_optional_and_each_must_be_a_level() {
+        assert_eq!(hello(json!({})).expect("a hello").feature_levels, []);
+        assert_eq!(
+            hello(json!({"feature_levels": ["1_0", "4_1"]}))
+                .expect("a hello")
+                .feature_levels,
+            [FeatureLevel::L1_0, FeatureLevel::L4_1]
+        );
+        assert_eq!(
+            hello(json!({"feature_levels": ["1_0", "9_9"]})).err(),
+            Some("unknown level \"9_9\" in \"feature_levels\"".to_string())
+        );
+        assert_eq!(
+            hello(json!({"feature_levels": "4_1"})).err(),
+            Some("\"feature_levels\" must be an array of names, found \"4_1\"".to_string())
+        );
     }
 }
