@@ -18,6 +18,9 @@
 // - GATHER (destination run contiguous, source strided or reversed): a destination word
 //   assembled from the elements (or half elements) that fall into it.
 // - ELEMENTS (destination strided): unit = one element.
+// - VEC_ALIGNED, VEC_REVERSED, VEC_STRIDE2 (every row starts and ends on 16 bytes, and the
+//   source of each destination block lies on 16 bytes too): unit = a 16-byte block, moved
+//   with vec4 loads and stores; copied, reversed by elements, or every other element.
 // In the word modes a lane stores whole words of its row; a row's first and last words, when
 // the row covers them only in part (EDGES), are shared with other rows, other pieces or bytes
 // no piece addresses, so lanes 0 and 1 of the row write only their own bits, with atomics. In
@@ -47,6 +50,9 @@ const ALIGNED: u32 = 0u;
 const SHIFTED: u32 = 1u;
 const GATHER: u32 = 2u;
 const ELEMENTS: u32 = 3u;
+const VEC_ALIGNED: u32 = 4u;
+const VEC_REVERSED: u32 = 5u;
+const VEC_STRIDE2: u32 = 6u;
 
 override MODE: u32 = ALIGNED;
 override ELEMENT_LOG2: u32 = 2u;
@@ -62,6 +68,23 @@ const PER_LANE: u32 = 8u;
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read> pieces: array<Piece>;
+// The same buffers as src and dst, seen as 16-byte blocks (the VEC modes only).
+@group(0) @binding(3) var<storage, read> src4: array<vec4<u32>>;
+@group(0) @binding(4) var<storage, read_write> dst4: array<vec4<u32>>;
+
+fn swap_halves(v: vec4<u32>) -> vec4<u32> {
+    return (v >> vec4(16u)) | (v << vec4(16u));
+}
+
+fn swap_bytes(v: vec4<u32>) -> vec4<u32> {
+    return ((v & vec4(0xffu)) << vec4(24u)) | ((v & vec4(0xff00u)) << vec4(8u))
+        | ((v >> vec4(8u)) & vec4(0xff00u)) | (v >> vec4(24u));
+}
+
+// Bytes 0 and 2 of x, then bytes 0 and 2 of y.
+fn even_bytes(x: u32, y: u32) -> u32 {
+    return (x & 0xffu) | ((x >> 8u) & 0xff00u) | ((y & 0xffu) << 16u) | ((y << 8u) & 0xff000000u);
+}
 
 // `part` (1, 2 or 4) bytes of src at byte `byte`, a multiple of `part`, in the low bits.
 fn read_part(byte: u32, part: u32) -> u32 {
@@ -135,6 +158,47 @@ fn main(
     }
     let src_step = (*piece).src_step;
     let element = 1u << ELEMENT_LOG2;
+    if (MODE >= VEC_ALIGNED) {
+        let blocks = (*piece).units;
+        for (var k = 0u; k < PER_LANE; k++) {
+            let u = first + (k << lanes_log2);
+            if (u >= blocks) {
+                break;
+            }
+            let o = u << 4u;
+            var v: vec4<u32>;
+            if (MODE == VEC_ALIGNED) {
+                v = src4[(s + o) >> 4u];
+            } else if (MODE == VEC_REVERSED) {
+                // The block's elements come from the 16 bytes below the source of its first.
+                let r = src4[(s - o - 16u + element) >> 4u];
+                if (element == 8u) {
+                    v = r.zwxy;
+                } else if (element == 4u) {
+                    v = r.wzyx;
+                } else if (element == 2u) {
+                    v = swap_halves(r.wzyx);
+                } else {
+                    v = swap_bytes(r.wzyx);
+                }
+            } else {
+                let a = src4[(s + 2u * o) >> 4u];
+                let b = src4[((s + 2u * o) >> 4u) + 1u];
+                if (element == 8u) {
+                    v = vec4(a.xy, b.xy);
+                } else if (element == 4u) {
+                    v = vec4(a.x, a.z, b.x, b.z);
+                } else if (element == 2u) {
+                    let low = vec4(0xffffu);
+                    v = (vec4(a.xz, b.xz) & low) | (vec4(a.yw, b.yw) << vec4(16u));
+                } else {
+                    v = vec4(even_bytes(a.x, a.y), even_bytes(a.z, a.w), even_bytes(b.x, b.y), even_bytes(b.z, b.w));
+                }
+            }
+            dst4[(d + o) >> 4u] = v;
+        }
+        return;
+    }
     if (MODE == ELEMENTS) {
         let units = (*piece).units;
         let dst_step = (*piece).dst_step;

@@ -150,7 +150,13 @@ fn open(filter: Option<&str>, kernel: &str) -> Result<Gpu, String> {
     };
     let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("dmlcts copy kernel"),
-        entries: &[storage(0, true), storage(1, false), storage(2, true)],
+        entries: &[
+            storage(0, true),
+            storage(1, false),
+            storage(2, true),
+            storage(3, true),
+            storage(4, false),
+        ],
     });
     let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
         label: Some("dmlcts copy kernel"),
@@ -323,7 +329,7 @@ fn arrange(lengths: &[u64], limit: u64) -> (Vec<u64>, Vec<(usize, u64)>) {
             .collect();
         (vec![total.max(4)], places)
     } else {
-        let sizes = lengths.iter().map(|&l| padded(l)).collect();
+        let sizes = lengths.iter().map(|&l| slot(l)).collect();
         (sizes, (0..lengths.len()).map(|i| (i, 0)).collect())
     }
 }
@@ -340,6 +346,8 @@ struct Prepared {
 }
 
 struct Dispatch {
+    /// None for the bench's lane copy.
+    specialization: Option<Specialization>,
     pipeline: wgpu::ComputePipeline,
     bind_group: wgpu::BindGroup,
     groups: (u32, u32, u32),
@@ -350,6 +358,9 @@ const MODE_ALIGNED: u32 = 0;
 const MODE_SHIFTED: u32 = 1;
 const MODE_GATHER: u32 = 2;
 const MODE_ELEMENTS: u32 = 3;
+const MODE_VEC_ALIGNED: u32 = 4;
+const MODE_VEC_REVERSED: u32 = 5;
+const MODE_VEC_STRIDE2: u32 = 6;
 /// kernel.wgsl's PER_LANE: units one lane moves.
 const PER_LANE: u64 = 8;
 
@@ -411,7 +422,22 @@ fn kernel_piece(
     let rows_start_aligned = dst_byte.is_multiple_of(4) && outer.iter().all(|o| o.2 % 4 == 0);
     let equally_aligned = (src_byte as i64 - dst_byte as i64).rem_euclid(4) == 0
         && outer.iter().all(|o| (o.1 - o.2).rem_euclid(4) == 0);
+    // `base + sum(c_k * step_k)` is a multiple of `m` on every row.
+    let on_every_row = |base: i64, step: &dyn Fn(&(u64, i64, i64)) -> i64, m: i64| {
+        base.rem_euclid(m) == 0 && outer.iter().all(|o| step(o).rem_euclid(m) == 0)
+    };
+    let (src_at, dst_at) = (src_byte as i64, dst_byte as i64);
+    let rows_in_blocks = on_every_row(dst_at, &|o| o.2, 16) && row_bytes.is_multiple_of(16);
     let mode = match (s, d) {
+        (1, 1) if rows_in_blocks && on_every_row(src_at - dst_at, &|o| o.1 - o.2, 16) => {
+            MODE_VEC_ALIGNED
+        }
+        (-1, 1) if rows_in_blocks && on_every_row(src_at + dst_at + es, &|o| o.1 + o.2, 16) => {
+            MODE_VEC_REVERSED
+        }
+        (2, 1) if rows_in_blocks && on_every_row(src_at - 2 * dst_at, &|o| o.1 - 2 * o.2, 16) => {
+            MODE_VEC_STRIDE2
+        }
         (1, 1) if equally_aligned => MODE_ALIGNED,
         (1, 1) => MODE_SHIFTED,
         (_, 1) => MODE_GATHER,
@@ -419,6 +445,8 @@ fn kernel_piece(
     };
     let (units, edges) = if mode == MODE_ELEMENTS {
         (n, false)
+    } else if mode >= MODE_VEC_ALIGNED {
+        (row_bytes / 16, false)
     } else {
         // Whole words a row holds, at most; the rest are edges.
         (
@@ -552,6 +580,14 @@ impl Gpu {
                     binding: 2,
                     resource: unused.as_entire_binding(),
                 },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: source.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: target.as_entire_binding(),
+                },
             ],
         });
         if let Some(error) = pollster::block_on(scope.pop()) {
@@ -565,6 +601,7 @@ impl Gpu {
             outputs: Placement::default(),
             output_lengths: Vec::new(),
             dispatches: vec![Dispatch {
+                specialization: None,
                 pipeline,
                 bind_group,
                 groups: (x as u32, groups.div_ceil(x) as u32, 1),
@@ -755,9 +792,18 @@ impl Gpu {
                         binding: 2,
                         resource: table.as_entire_binding(),
                     },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: input_placement.buffers[src_buffer].as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 4,
+                        resource: output_placement.buffers[dst_buffer].as_entire_binding(),
+                    },
                 ],
             });
             dispatches.push(Dispatch {
+                specialization: Some(specialization),
                 pipeline: self.pipeline(specialization)?,
                 bind_group,
                 groups: (x as u32, y as u32, pieces.len() as u32),
@@ -941,13 +987,16 @@ mod plan {
     use super::*;
 
     #[test]
-    fn a_last_axis_join_piece_moves_aligned_words_eight_a_lane_two_rows_a_workgroup() {
-        // One 4096 x 1024 FLOAT32 input of a 4096 x 4096 output: rows of 1024 words.
+    fn a_last_axis_join_piece_moves_16_byte_blocks_eight_a_lane_eight_rows_a_workgroup() {
+        // One 4096 x 1024 FLOAT32 input of a 4096 x 4096 output: rows of 256 blocks.
         let piece = kernel_piece(&[(4096, 1024, 4096), (1024, 1, 1)], 4, 0, 4096);
-        assert_eq!(piece.mode, MODE_ALIGNED);
+        assert_eq!(piece.mode, MODE_VEC_ALIGNED);
         assert!(!piece.edges);
-        assert_eq!((piece.units, piece.lanes_log2, piece.tiles), (1024, 7, 1));
-        assert_eq!((piece.rows, piece.groups), (4096, 2048));
+        assert_eq!((piece.units, piece.lanes_log2, piece.tiles), (256, 5, 1));
+        assert_eq!((piece.rows, piece.groups), (4096, 512));
+        // Rows 4 bytes off the 16-byte grid: whole words instead.
+        let words = kernel_piece(&[(4096, 1024, 4096), (1024, 1, 1)], 4, 4, 4100);
+        assert_eq!((words.mode, words.units), (MODE_ALIGNED, 1024));
         assert_eq!(piece.outer, vec![(4096, 4096, 16384)]);
     }
 
@@ -959,11 +1008,17 @@ mod plan {
         // Rows of 7 bytes end inside a word: edges; one whole word per row at most.
         assert!(shifted.edges);
         assert_eq!(shifted.units, 1);
-        // Reversed FLOAT16 rows into a packed output: gathered words, a negative step.
+        // Reversed FLOAT16 rows of 16 bytes: reversed blocks.
         let reversed = kernel_piece(&[(2, 8, 8), (8, -1, 1)], 2, 14, 0);
+        assert_eq!(reversed.mode, MODE_VEC_REVERSED);
+        // Rows of 12 bytes: gathered words, a negative step, no partial words.
+        let reversed = kernel_piece(&[(2, 6, 6), (6, -1, 1)], 2, 10, 0);
         assert_eq!(reversed.mode, MODE_GATHER);
         assert_eq!(reversed.src_step, -2);
         assert!(!reversed.edges);
+        // Every other UINT8 of rows of 32 into rows of 16: blocks from two source blocks.
+        let halved = kernel_piece(&[(3, 32, 16), (16, 2, 1)], 1, 0, 0);
+        assert_eq!(halved.mode, MODE_VEC_STRIDE2);
         // A strided destination: element by element.
         let strided = kernel_piece(&[(5, 1, 3)], 1, 0, 0);
         assert_eq!(
@@ -994,7 +1049,7 @@ mod plan {
         );
         assert_eq!(
             arrange(&[5, 16, 1], 47),
-            (vec![8, 16, 4], vec![(0, 0), (1, 0), (2, 0)])
+            (vec![16, 16, 16], vec![(0, 0), (1, 0), (2, 0)])
         );
     }
 }
@@ -1004,7 +1059,7 @@ mod device {
     //! On the adapter (skipped without one, unless DMLCTS_REQUIRE_WGPU_ADAPTER is set).
     use super::*;
     use dmlcts_harness::{Corpus, RunOptions, Status, run_case};
-    use dmlcts_tensor::{JoinDesc, TensorDesc, fill_random_bits};
+    use dmlcts_tensor::{JoinDesc, Slice1Desc, TensorDesc, fill_random_bits};
 
     fn backend_with(kernel: &str) -> Option<WgpuBackend> {
         let backend = WgpuBackend {
@@ -1044,6 +1099,74 @@ mod device {
             })
             .collect();
         (op, inputs)
+    }
+
+    fn random_inputs(op: &OperatorDesc) -> Vec<Vec<u8>> {
+        op.inputs()
+            .iter()
+            .enumerate()
+            .map(|(i, (_, d))| {
+                let mut bytes = vec![0u8; d.total_tensor_size_in_bytes as usize];
+                fill_random_bits(d.data_type, &mut bytes, i as u64 + 7);
+                bytes
+            })
+            .collect()
+    }
+
+    #[test]
+    fn block_modes_give_the_oracles_bytes_for_every_element_size() {
+        let Some(backend) = backend_with(KERNEL) else {
+            return;
+        };
+        let gpu = backend.gpu.as_ref().unwrap();
+        for data_type in [
+            DataType::Uint8,
+            DataType::Float16,
+            DataType::Float32,
+            DataType::Float64,
+        ] {
+            // Rows of 64 bytes.
+            let cols = 64 / data_type.element_size() as u32;
+            let t = |r: u32, c: u32| TensorDesc::packed(data_type, &[r, c]);
+            let slice = |stride: i32, out_cols: u32| {
+                OperatorDesc::Slice1(Slice1Desc {
+                    input_tensor: t(5, cols),
+                    output_tensor: t(5, out_cols),
+                    dimension_count: 2,
+                    input_window_offsets: vec![0, 0],
+                    input_window_sizes: vec![5, cols],
+                    input_window_strides: vec![1, stride],
+                })
+            };
+            let cases = [
+                (slice(-1, cols), MODE_VEC_REVERSED),
+                (slice(2, cols / 2), MODE_VEC_STRIDE2),
+                (
+                    OperatorDesc::Join(JoinDesc {
+                        input_tensors: vec![t(5, cols / 4); 4],
+                        output_tensor: t(5, cols),
+                        axis: 1,
+                    }),
+                    MODE_VEC_ALIGNED,
+                ),
+            ];
+            for (op, mode) in cases {
+                let inputs = random_inputs(&op);
+                let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+                let expected = dmlcts_oracle::execute(&op, &refs).unwrap().remove(0).bytes;
+                let output = vec![0u8; expected.len()];
+                let prepared = gpu
+                    .prepare(&op, &refs, std::slice::from_ref(&output), &[0], true)
+                    .unwrap();
+                let modes: Vec<u32> = prepared
+                    .dispatches
+                    .iter()
+                    .map(|d| d.specialization.unwrap().mode)
+                    .collect();
+                assert_eq!(modes, vec![mode], "{op:?}");
+                assert_eq!(run(gpu, &op, &inputs).0, expected, "{op:?}");
+            }
+        }
     }
 
     fn run(gpu: &Gpu, op: &OperatorDesc, inputs: &[Vec<u8>]) -> (Vec<u8>, usize) {
