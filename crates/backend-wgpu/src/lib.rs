@@ -878,7 +878,15 @@ impl Gpu {
         let memory_error = pollster::block_on(memory.pop());
         let validation_error = pollster::block_on(validation.pop());
         if let Some(error) = validation_error.or(memory_error) {
-            return Err(format!("wgpu reported: {error}"));
+            let kernels: Vec<String> = prepared
+                .dispatches
+                .iter()
+                .map(|d| format!("{:?}", d.specialization))
+                .collect();
+            return Err(format!(
+                "wgpu reported: {error} (kernels: {})",
+                kernels.join(", ")
+            ));
         }
         if let Some(targets) = read_back {
             let mapped = staging
