@@ -331,7 +331,10 @@ fn directml_versions(stack: &Path) -> Vec<(Version, PathBuf)> {
 
 /// `directml_names` for the installed binary: `directml` and each version set up in the stack.
 pub fn found_directml_names() -> Vec<(String, String)> {
-    let stack = directml_stack_dir();
+    directml_names_in(&directml_stack_dir())
+}
+
+fn directml_names_in(stack: &Path) -> Vec<(String, String)> {
     let mut names = vec![(
         "directml".to_string(),
         format!(
@@ -340,7 +343,7 @@ pub fn found_directml_names() -> Vec<(String, String)> {
             stack.display()
         ),
     )];
-    for (version, dir) in directml_versions(&stack) {
+    for (version, dir) in directml_versions(stack) {
         names.push((
             format!("directml@{version}"),
             format!("DirectML {version} ({})", dir.display()),
@@ -351,12 +354,15 @@ pub fn found_directml_names() -> Vec<(String, String)> {
 
 /// `directml` for the installed binary: finds the version's folder in the stack.
 pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
+    find_directml_in(&directml_stack_dir(), name)
+}
+
+fn find_directml_in(stack: &Path, name: &str) -> Option<Result<String, String>> {
     let wanted = match name.strip_prefix("directml@") {
         Some(version) => Some(version),
         None if name == "directml" => None,
         None => return None,
     };
-    let stack = directml_stack_dir();
     let script = stack.join("run-server.sh");
     if !script.is_file() {
         return Some(Err(format!(
@@ -367,7 +373,7 @@ pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
             script.display()
         )));
     }
-    let versions = directml_versions(&stack);
+    let versions = directml_versions(stack);
     let found = match wanted {
         None => versions.last(),
         Some(wanted) => versions.iter().find(|(v, _)| v.to_string() == wanted),
@@ -379,7 +385,8 @@ pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
             shell_word(&dir.display().to_string())
         )),
         None => Err(format!(
-            "no DirectML {} in {} (set up there: {}); `cargo xtask directml setup {}` in the checkout adds it",
+            "no DirectML {} in {} (set up there: {}); `cargo xtask directml setup {}` in the \
+             checkout adds it",
             wanted.unwrap_or("version"),
             stack.display(),
             versions
@@ -390,4 +397,59 @@ pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
             wanted.unwrap_or("all")
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binary_finds_each_version_set_up_and_the_newest_for_plain_directml() {
+        let stack = std::env::temp_dir().join(format!("dmlcts-stack-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&stack);
+        for version in ["1.9.0", "1.15.4", "1.10.1"] {
+            std::fs::create_dir_all(stack.join(version)).unwrap();
+            std::fs::write(stack.join(version).join("DirectML.dll"), "").unwrap();
+        }
+        // A folder without a DLL, and one whose name is no version, are not versions.
+        std::fs::create_dir_all(stack.join("1.12.1")).unwrap();
+        std::fs::create_dir_all(stack.join("wineprefix")).unwrap();
+        assert_eq!(find_directml_in(&stack, "cpu"), None);
+        let missing = find_directml_in(&stack, "directml").unwrap().unwrap_err();
+        assert!(missing.starts_with("no DirectML stack at "), "{missing}");
+        std::fs::write(stack.join("run-server.sh"), "").unwrap();
+        let command = |name: &str| find_directml_in(&stack, name).unwrap();
+        let script = shell_word(&stack.join("run-server.sh").display().to_string());
+        let at = |v: &str| shell_word(&stack.join(v).display().to_string());
+        assert_eq!(
+            command("directml"),
+            Ok(format!("{script} {}", at("1.15.4")))
+        );
+        assert_eq!(
+            command("directml@1.10.1"),
+            Ok(format!("{script} {}", at("1.10.1")))
+        );
+        assert_eq!(
+            command("directml@1.12.1"),
+            Err(format!(
+                "no DirectML 1.12.1 in {} (set up there: 1.9.0, 1.10.1, 1.15.4); `cargo xtask \
+                 directml setup 1.12.1` in the checkout adds it",
+                stack.display()
+            ))
+        );
+        let names: Vec<String> = directml_names_in(&stack)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "directml",
+                "directml@1.9.0",
+                "directml@1.10.1",
+                "directml@1.15.4"
+            ]
+        );
+        std::fs::remove_dir_all(&stack).unwrap();
+    }
 }
