@@ -3,6 +3,7 @@
 
 mod bench;
 mod directml;
+mod mutants;
 
 use clap::{Parser, Subcommand};
 use dmlcts_cli::{Host, SuiteCommand};
@@ -33,6 +34,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
         args: Vec<String>,
     },
+    /// Mutation testing with cargo-mutants 27.1.0: the share of a package's mutants its tests
+    /// kill (the CPU backend against the corpus alone; the oracle's validate.rs against its
+    /// tests and the corpus). Slow: about half an hour each on 2 cores
+    Mutants {
+        /// dmlcts-backend-cpu or dmlcts-oracle
+        #[arg(long, default_value = "dmlcts-backend-cpu")]
+        package: String,
+        /// More cargo-mutants options, after `--` (e.g. `-- --re copy_run` for a subset)
+        #[arg(last = true)]
+        cargo_mutants_args: Vec<String>,
+    },
     /// Real DirectML under Wine (Linux): `setup`, `doctor`, `matrix` (every pinned version)
     #[command(disable_help_flag = true)]
     Directml {
@@ -55,6 +67,10 @@ fn main() -> ExitCode {
         Command::GenCases => gen_cases(),
         Command::Bench { args } => bench::bench_main(&args),
         Command::Directml { args } => directml::directml_main(&args),
+        Command::Mutants {
+            package,
+            cargo_mutants_args,
+        } => mutants::mutants_main(&package, &cargo_mutants_args, &root),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
 }
