@@ -507,7 +507,7 @@ fn bench_wgpu(options: &Options) -> i32 {
         "memory bandwidth: not reported (wgpu exposes none), so the reference is the adapter's copy_buffer_to_buffer"
     );
     println!(
-        "lane copy: the simplest kernel moving as many bytes (8 words a lane); no-move: this kernel's dispatches with the moves removed"
+        "lane copy: the simplest kernel moving as many bytes (32 16-byte blocks a lane); no-move: this kernel's dispatches with the moves removed"
     );
     println!(
         "{:<24} {:>7} {:>20} {:>10} {:>18} {:>10} {:>10} {:>11}",

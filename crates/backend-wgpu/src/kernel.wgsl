@@ -29,7 +29,7 @@
 
 struct Piece {
     groups: u32,       // workgroups: tiles * row groups
-    tiles: u32,        // workgroups along one row
+    tiles_log2: u32,   // workgroups along one row: a power of two, so no division finds them
     lanes_log2: u32,
     units: u32,        // units per row (word modes: whole words, at most)
     rows: u32,
@@ -62,8 +62,9 @@ override EDGES: bool = true;
 override OUTER: u32 = 1u;
 // False only in the bench's measurement of the kernel without its moves.
 override MOVE: bool = true;
-// Units per lane.
-const PER_LANE: u32 = 8u;
+// Units per lane (set by the host, which plans with the same number). Many: on a CPU
+// driver a lane's set-up costs more than moving several blocks.
+override PER_LANE: u32 = 32u;
 
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<atomic<u32>>;
@@ -127,12 +128,12 @@ fn main(
         return;
     }
     let lanes_log2 = (*piece).lanes_log2;
-    let tiles = (*piece).tiles;
-    let tile = g % tiles;
+    let tiles_log2 = (*piece).tiles_log2;
+    let tile = g & ((1u << tiles_log2) - 1u);
     let lane = local & ((1u << lanes_log2) - 1u);
     // The lane's first unit; the others follow `lanes` apart.
     let first = (tile << lanes_log2) * PER_LANE + lane;
-    let row = (g / tiles) * (WORKGROUP >> lanes_log2) + (local >> lanes_log2);
+    let row = ((g >> tiles_log2) << (8u - lanes_log2)) + (local >> lanes_log2);
     if (row >= (*piece).rows) {
         return;
     }
@@ -274,20 +275,20 @@ fn main(
 }
 
 // The bench's reference for what this adapter's compute path can do at all: each lane copies
-// PER_LANE words, `WORKGROUP` apart, from src to dst, as many as both hold.
+// PER_LANE 16-byte blocks, `WORKGROUP` apart, from src to dst, as many as both hold.
 @compute @workgroup_size(256)
 fn lane_copy(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) grid: vec3<u32>,
     @builtin(local_invocation_index) local: u32,
 ) {
-    let count = min(arrayLength(&src), arrayLength(&dst));
+    let count = min(arrayLength(&src4), arrayLength(&dst4));
     let base = (wid.x + wid.y * grid.x) * WORKGROUP * PER_LANE + local;
     for (var k = 0u; k < PER_LANE; k++) {
         let i = base + k * WORKGROUP;
         if (i >= count) {
             break;
         }
-        atomicStore(&dst[i], src[i]);
+        dst4[i] = src4[i];
     }
 }
