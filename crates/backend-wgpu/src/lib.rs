@@ -189,6 +189,7 @@ fn open(filter: Option<&str>, kernel: &str) -> Result<Gpu, String> {
         element_log2: 2,
         edges: false,
         outer: 1,
+        per_lane: PER_LANE as u32,
         moving: true,
     })
     .map_err(|e| {
@@ -361,10 +362,12 @@ const MODE_ELEMENTS: u32 = 3;
 const MODE_VEC_ALIGNED: u32 = 4;
 const MODE_VEC_REVERSED: u32 = 5;
 const MODE_VEC_STRIDE2: u32 = 6;
-/// kernel.wgsl's PER_LANE (passed to it): units one lane moves. On lavapipe 32 blocks a lane
-/// moved Join and Split rows about 4x faster than 8 did; on a GPU, 8 lanes a row still read
-/// 128 contiguous bytes at a time.
+/// kernel.wgsl's PER_LANE (passed to it): units one lane moves. On lavapipe, 32 a lane moved
+/// Join and Split rows about 4x faster than 8, while every-other-element blocks (two source
+/// blocks each) ran about 2x faster with 8 (both measured back to back with `cargo xtask
+/// bench`); on a GPU, 8 or more lanes a row still read 128 contiguous bytes at a time.
 const PER_LANE: u64 = 32;
+const PER_LANE_STRIDE2: u64 = 8;
 
 /// One pipeline of the kernel: its override constants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -375,6 +378,8 @@ struct Specialization {
     edges: bool,
     /// Outer dimensions.
     outer: u32,
+    /// Units a lane moves.
+    per_lane: u32,
     /// False: the copy loop removed (the bench's measure of what comes before it).
     moving: bool,
 }
@@ -391,6 +396,7 @@ struct KernelPiece {
     groups: u64,
     tiles: u64,
     lanes_log2: u32,
+    per_lane: u64,
     units: u64,
     rows: u64,
     row_bytes: u64,
@@ -461,16 +467,21 @@ fn kernel_piece(
     // one element a lane where the row allows, so neighbouring elements of 1 or 2 bytes are
     // written by neighbouring lanes at once (and a racy write would show).
     let lane_units = units + if edges { 2 } else { 0 };
+    let per_lane = if mode == MODE_VEC_STRIDE2 {
+        PER_LANE_STRIDE2
+    } else {
+        PER_LANE
+    };
     let lanes = if mode == MODE_ELEMENTS {
         units.max(1)
     } else {
-        lane_units.div_ceil(PER_LANE).max(if edges { 2 } else { 1 })
+        lane_units.div_ceil(per_lane).max(if edges { 2 } else { 1 })
     }
     .next_power_of_two()
     .min(workgroup);
     // A power of two: the kernel finds a workgroup's tile and rows with shifts.
     let tiles = lane_units
-        .div_ceil(lanes * PER_LANE)
+        .div_ceil(lanes * per_lane)
         .max(1)
         .next_power_of_two();
     let row_groups = rows.div_ceil(workgroup / lanes);
@@ -480,6 +491,7 @@ fn kernel_piece(
         groups: tiles * row_groups,
         tiles,
         lanes_log2: lanes.trailing_zeros(),
+        per_lane,
         units,
         rows,
         row_bytes,
@@ -633,7 +645,7 @@ impl Gpu {
             ("ELEMENT_LOG2", f64::from(specialization.element_log2)),
             ("EDGES", f64::from(u8::from(specialization.edges))),
             ("OUTER", f64::from(specialization.outer)),
-            ("PER_LANE", PER_LANE as f64),
+            ("PER_LANE", f64::from(specialization.per_lane)),
             ("MOVE", f64::from(u8::from(specialization.moving))),
         ];
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -746,6 +758,7 @@ impl Gpu {
                     element_log2: element_bytes.trailing_zeros(),
                     edges: piece.edges,
                     outer: piece.outer.len() as u32,
+                    per_lane: piece.per_lane as u32,
                     moving,
                 };
                 kernel_pieces
