@@ -221,6 +221,9 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
             bucket.first_index
         );
         if bucket.status == BucketStatus::New {
+            if !bucket.reproduced {
+                crate::say!("  did not fail again when re-run (flaky?), so it was not shrunk");
+            }
             crate::say!("{}", bucket.report);
         }
         if let Some(path) = &bucket.saved {

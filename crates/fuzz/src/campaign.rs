@@ -145,6 +145,9 @@ pub struct Bucket {
     pub case: Case,
     /// What failed on the minimal case.
     pub report: String,
+    /// False when the first hit did not fail again when re-run (it was then not shrunk);
+    /// with no shrink time nothing is re-run, and it stays true.
+    pub reproduced: bool,
     pub saved: Option<PathBuf>,
     pub replay: Option<String>,
 }
@@ -400,15 +403,24 @@ impl Campaign<'_> {
         tree: &mut dyn ValueTree<Value = Case>,
         failure: CheckFailure,
         verdict: &Verdict,
-    ) -> (Case, CheckFailure) {
+    ) -> (CheckFailure, bool) {
         let start = Instant::now();
         let budget = self.options.shrink_time;
         let still_fails = |case: &Case| match checked(backend, case) {
             Err(f) if self.verdict(&f) == *verdict => Some(f),
             _ => None,
         };
+        // A failure that does not come back (a hang of a shared machine, a flaky backend)
+        // cannot be shrunk: it is kept as found, and says so. No shrink time: no re-run.
+        if budget.is_zero() {
+            return (failure, true);
+        }
+        if still_fails(&tree.current()).is_none() {
+            return (failure, false);
+        }
         let (minimal, failure) = shrink::shrink(tree, failure, start + budget * 3 / 5, still_fails);
-        shrink::normalize(minimal, failure, start + budget, still_fails)
+        let (_, failure) = shrink::normalize(minimal, failure, start + budget, still_fails);
+        (failure, true)
     }
 
     fn handle(
@@ -428,6 +440,7 @@ impl Campaign<'_> {
                     &id,
                     BucketStatus::Informational { reason },
                     failure,
+                    true,
                     None,
                 );
                 return;
@@ -461,7 +474,7 @@ impl Campaign<'_> {
                     return;
                 }
                 drop(state);
-                let (_, minimal) = self.shrink(backend, tree, failure, &verdict);
+                let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
                 let id = signature(minimal.kind, &minimal.case);
                 let status = match self
                     .known
@@ -475,7 +488,7 @@ impl Campaign<'_> {
                     None => BucketStatus::New,
                 };
                 let shape = Shape::of(&id, &verdict, &minimal.case);
-                self.record(index, &id, status, minimal, Some(shape));
+                self.record(index, &id, status, minimal, reproduced, Some(shape));
                 return;
             }
         };
@@ -487,8 +500,8 @@ impl Campaign<'_> {
                 return;
             }
         }
-        let (_, minimal) = self.shrink(backend, tree, failure, &verdict);
-        self.record(index, &id, status, minimal, None);
+        let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
+        self.record(index, &id, status, minimal, reproduced, None);
     }
 
     /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
@@ -499,6 +512,7 @@ impl Campaign<'_> {
         id: &str,
         status: BucketStatus,
         failure: CheckFailure,
+        reproduced: bool,
         shape: Option<Shape>,
     ) {
         let bucket = Bucket {
@@ -510,6 +524,7 @@ impl Campaign<'_> {
             first_seed: case_seed(self.options.seed, index),
             case: *failure.case,
             report: without_replay_lines(&failure.report),
+            reproduced,
             saved: None,
             replay: None,
         };

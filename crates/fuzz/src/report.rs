@@ -109,6 +109,9 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
     }
     let path = out_dir.join(format!("{}.yaml", bucket.id));
     let status = match &bucket.status {
+        BucketStatus::New if !bucket.reproduced => {
+            "NEW, but it did not fail again when re-run (flaky?), so it was not shrunk".to_string()
+        }
         BucketStatus::New => "NEW".to_string(),
         BucketStatus::Known { name, reason } => format!("known ({name}: {reason})"),
         BucketStatus::Informational { reason } => {
@@ -171,6 +174,7 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
                 "known_as": name,
                 "reason": reason,
                 "count": b.count,
+                "reproduced": b.reproduced,
                 "first_case_index": b.first_index,
                 "first_case_seed": b.first_seed,
                 "saved_case": b.saved.as_ref().map(|p| p.display().to_string()),

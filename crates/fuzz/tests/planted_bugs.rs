@@ -162,3 +162,45 @@ fn one_planted_bug_found_from_five_seeds_lands_in_one_bucket() {
         assert_eq!(features(&case.op), ["negative_stride"], "seed {seed}");
     }
 }
+
+/// Fails its first compile only, as a hang of a shared machine would.
+struct FailsOnce {
+    real: CpuBackend,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Backend for FailsOnce {
+    fn name(&self) -> String {
+        "fails-once".into()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        if !self.failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return Err(CompileError::Failed(
+                "no reply within 60.0 s (hung?)".into(),
+            ));
+        }
+        self.real.compile(op)
+    }
+}
+
+#[test]
+fn a_failure_that_does_not_come_back_is_reported_as_not_reproduced_and_not_shrunk() {
+    let backend = FailsOnce {
+        real: CpuBackend::new(),
+        failed: std::sync::atomic::AtomicBool::new(false),
+    };
+    let mut options = CampaignOptions::new("fails-once", 3);
+    options.cases = Some(300);
+    let outcome = run_campaign(&[&backend], &options, |_| {});
+    assert_eq!(outcome.cases_run, 300);
+    let [bucket] = outcome.buckets.as_slice() else {
+        panic!("{:?}", outcome.buckets)
+    };
+    assert_eq!(bucket.kind, CheckKind::Hang);
+    assert_eq!((bucket.count, bucket.first_index), (1, 0));
+    assert!(!bucket.reproduced);
+    assert_eq!(outcome.summary_line(), "1 new finding");
+}
