@@ -274,7 +274,7 @@ fn main(
     }
 }
 
-// The bench's reference for what this adapter's compute path can do at all: each lane copies
+// The bench's reference point, the simplest kernel that moves as many bytes: each lane copies
 // PER_LANE 16-byte blocks, `WORKGROUP` apart, from src to dst, as many as both hold.
 @compute @workgroup_size(256)
 fn lane_copy(

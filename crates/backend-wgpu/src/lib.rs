@@ -218,8 +218,8 @@ impl WgpuBackend {
     /// Times the work of `op` with buffers already on the device, `runs` rounds after one
     /// warm-up. Each round times, back to back: the whole execution (buffer copies and the
     /// kernel's dispatches); the device's own copy_buffer_to_buffer of the bytes the outputs
-    /// hold; the simplest kernel that moves as many bytes (kernel.wgsl's `lane_copy`: what
-    /// the adapter's compute path does at best); and the kernel's dispatches with the moves
+    /// hold; the simplest kernel that moves as many bytes (kernel.wgsl's `lane_copy`, a
+    /// reference point, not a bound: its lanes stride 4 KiB apart); and the kernel's dispatches with the moves
     /// removed (the same pieces and workgroups, each lane returning before it moves
     /// anything): what the adapter costs before a byte moves.
     pub fn measure(
