@@ -447,3 +447,23 @@ fn exactly_u32_max_elements_is_within_the_limit_and_one_more_is_not() {
     let v = validate(&join_into(over), FeatureLevel::L4_1).unwrap_err();
     assert_eq!(v.rule, "tensor.element_count_limit");
 }
+
+#[test]
+fn a_violation_reads_as_its_rule_then_its_message_naming_the_side_that_sums() {
+    let (op, level) = breaking("join.input_sizes_sum_to_output").unwrap();
+    let v = validate(&op, level).unwrap_err();
+    assert_eq!(
+        v.to_string(),
+        format!("[join.input_sizes_sum_to_output] {}", v.message)
+    );
+    assert_eq!(
+        v.message,
+        "InputTensors[*].Sizes[1] sum to 3 (1 + 2) but OutputTensor.Sizes[1] is 4"
+    );
+    let (op, level) = breaking("split.output_sizes_sum_to_input").unwrap();
+    let v = validate(&op, level).unwrap_err();
+    assert_eq!(
+        v.message,
+        "OutputTensors[*].Sizes[1] sum to 2 (1 + 1) but InputTensor.Sizes[1] is 3"
+    );
+}
