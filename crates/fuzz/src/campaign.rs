@@ -74,7 +74,8 @@ pub struct CampaignOptions {
     pub out_dir: Option<PathBuf>,
     /// The backend's name as given on the command line (for replay commands).
     pub backend_name: String,
-    /// The backend's device text (expectations entries may key on it).
+    /// The backend's device text (expectations entries may key on it and on the version in
+    /// it; the backend part of their key is matched against the backend's own `name()`).
     pub device: String,
     pub known_differences: Vec<KnownDifference>,
     pub not_enforced: Vec<NotEnforced>,
@@ -643,17 +644,20 @@ pub fn run_campaign(
     options: &CampaignOptions,
     mut progress: impl FnMut(&Progress),
 ) -> CampaignOutcome {
+    // Expectations are keyed by the backend's own name, as in the conformance command
+    // (`directml@1.15.4` is `directml`, with its version in the device text).
+    let name = backends.first().map(|b| b.name()).unwrap_or_default();
     let campaign = Campaign {
         options,
         known: options
             .known_differences
             .iter()
-            .filter(|k| k.applies(&options.backend_name, &options.device))
+            .filter(|k| k.applies(&name, &options.device))
             .collect(),
         not_enforced: options
             .not_enforced
             .iter()
-            .filter(|n| n.applies(&options.backend_name, &options.device))
+            .filter(|n| n.applies(&name, &options.device))
             .collect(),
         state: Mutex::new(State {
             buckets: HashMap::new(),
