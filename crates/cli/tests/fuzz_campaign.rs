@@ -1,0 +1,71 @@
+//! `dmlcts fuzz` as a user types it: a sharded, two-job campaign with its JSON report, and the
+//! errors of the new options.
+
+use std::process::{Command, Output};
+
+/// Runs with one `DMLCTS_*` setting of its own and none of the caller's (CI sets some).
+fn dmlcts(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dmlcts"));
+    for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("DMLCTS_")) {
+        command.env_remove(name);
+    }
+    command
+        .args(args)
+        .current_dir(std::env::temp_dir())
+        .env("DMLCTS_EXAMPLE_SETTING", "kept in replays")
+        .output()
+        .expect("run dmlcts")
+}
+
+#[test]
+fn a_sharded_two_job_campaign_writes_its_report_with_the_replay_command() {
+    let dir = std::env::temp_dir().join(format!("dmlcts-cli-fuzz-{}", std::process::id()));
+    let json = dir.join("campaign.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dmlcts(&[
+        "fuzz",
+        "--backend",
+        "cpu",
+        "--cases",
+        "301",
+        "--seed",
+        "7",
+        "--jobs",
+        "2",
+        "--shard",
+        "1/3",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("fuzz: 0 new findings"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Indices 1, 4, ..., 298 of 0..301.
+    assert_eq!(report["cases_run"], 100);
+    assert_eq!(report["shard"], "1/3");
+    assert_eq!(report["jobs"], 2);
+    assert_eq!(report["new_findings"], 0);
+    assert_eq!(
+        report["replay"],
+        "DMLCTS_EXAMPLE_SETTING='kept in replays' dmlcts fuzz --backend cpu --seed 7 --cases 301 --shard 1/3 --jobs 2"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_shard_outside_its_count_and_zero_jobs_are_refused() {
+    let out = dmlcts(&["fuzz", "--shard", "3/3"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("invalid value '3/3' for '--shard <I/N>': `3/3`: need 0 <= I < N"),
+        "{err}"
+    );
+    let out = dmlcts(&["fuzz", "--jobs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value '0' for '--jobs <N>'"));
+}
