@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""A dmlcts backend on XLA's CPU backend through JAX (PyPI jax, CPU only).
+
+    cargo xtask conformance --backend jax          # named in backends.yaml
+
+Each operator is one jitted function, lowered and compiled by XLA at `compile` for the
+descriptor's input shapes and types (a refusal while tracing or compiling is the backend's
+rejection):
+
+    DML_SPLIT   lax.split(x, sizes, axis), sizes = the outputs' sizes along the axis
+    DML_JOIN    lax.concatenate(xs, axis)
+    DML_SLICE1  lax.rev over the dimensions with a negative stride, then
+                lax.slice(x, starts, limits, |strides|)
+
+Slice1 in the reversed dimensions: the window's far end (`offset + size - 1`), where a negative
+stride starts, is index `dim - offset - size` once reversed, and the copy then steps forwards
+by `|stride|`. Each limit is one past the last element read, so an output smaller than its
+window reads the output's size of elements.
+
+64-bit types need `jax_enable_x64` (without it JAX turns them into 32-bit ones); it is set
+before anything else. Strides and TotalTensorSizeInBytes never reach XLA: the shared glue
+(adapters/python/dmlcts_adapter.py) gathers each strided input into a packed array and
+scatters each packed output into its strided buffer. Every tensor keeps its own dtype.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import jaxlib  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+import dmlcts_adapter as adapter  # noqa: E402
+
+
+def slice1(d):
+    """The Slice1 as a function of the input, and the glue's own refusal of arrays it cannot
+    give one entry per dimension."""
+    rank = len(d["input"]["sizes"])
+    fields = ("input_window_offsets", "input_window_sizes", "input_window_strides")
+    if any(len(d[f]) != rank for f in fields):
+        agree = all(len(d[f]) == d["dimension_count"] for f in fields)
+        raise adapter.Rejected(
+            "adapter: the window arrays' lengths differ from the input's rank",
+            "slice1.dimension_count_matches_tensors" if agree else "slice1.window_arrays_length")
+    dims = d["input"]["sizes"]
+    reversed_dims = tuple(i for i, s in enumerate(d["input_window_strides"]) if s < 0)
+    starts, limits, steps = [], [], []
+    for i, (offset, size, stride) in enumerate(zip(*(d[f] for f in fields))):
+        count = d["output"]["sizes"][i] if i < len(d["output"]["sizes"]) else 1
+        start = offset if stride > 0 else dims[i] - offset - size
+        starts.append(start)
+        limits.append(start + abs(stride) * (count - 1) + 1)
+        steps.append(abs(stride))
+
+    def f(x):
+        return lax.slice(lax.rev(x, reversed_dims), starts, limits, steps)
+
+    return f
+
+
+def function(operator):
+    kind, d, inputs, outputs = adapter.tensors(operator)
+    if kind == "split":
+        axis = d["axis"]
+        sizes = [t["sizes"][axis] if axis < len(t["sizes"]) else 0 for t in outputs]
+        return lambda x: tuple(lax.split(x, sizes, axis))
+    if kind == "join":
+        return lambda *xs: (lax.concatenate(xs, d["axis"]),)
+    f = slice1(d)
+    return lambda x: (f(x),)
+
+
+def compile(operator):
+    f = function(operator)
+    _, _, inputs, _ = adapter.tensors(operator)
+    shapes = [jax.ShapeDtypeStruct(tuple(t["sizes"]), adapter.dtype(t)) for t in inputs]
+    try:
+        return jax.jit(f).lower(*shapes).compile()
+    except Exception as e:  # tracing's or XLA's refusal
+        raise adapter.framework_rejection("jax", e) from None
+
+
+def run(program, arrays):
+    return [np.asarray(y) for y in program(*arrays)]
+
+
+def main():
+    device = (f"JAX version {jax.__version__}, jaxlib {jaxlib.__version__}, XLA on "
+              f"{jax.devices()[0].platform} (numpy {np.__version__}, "
+              f"Python {sys.version.split()[0]})")
+    adapter.serve("jax", device, compile, run)
+
+
+if __name__ == "__main__":
+    main()
