@@ -179,10 +179,24 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
             None => backend.feature_level().to_string(),
         },
         strict_level: args.strict_level,
+        validation_profile: backend.validation_profile().name(),
         ..RunInfo::default()
     };
+    // The expectations file's `not_enforced` entries for this backend add to its profile.
+    let not_enforced: Vec<String> = expectations
+        .iter()
+        .flat_map(|e| &e.not_enforced)
+        .filter(|n| n.applies(&info.backend, &info.device))
+        .flat_map(|n| n.rules.iter().cloned())
+        .collect();
+    let profile = backend.validation_profile().without(&not_enforced);
+    info.validation_profile = profile.name();
+    let profile_text = match profile {
+        dmlcts_tensor::ValidationProfile::Strict => String::new(),
+        _ => format!(", validation profile {}", info.validation_profile),
+    };
     crate::say!(
-        "dmlcts conformance: backend {} ({}), {level_text}, {} cases",
+        "dmlcts conformance: backend {} ({}), {level_text}{profile_text}, {} cases",
         info.backend,
         if info.device.is_empty() {
             "no device description"
@@ -202,6 +216,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     for case in &cases {
         let (device, mut options) = devices.for_case(case);
         options.program = Some(host_program.to_string());
+        options.not_enforced = not_enforced.clone();
         let result = run_case(device.as_ref(), case, &options);
         let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
         skip_check.record(device.as_ref(), case, &options, skipped);
@@ -216,6 +231,9 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
                 result.name,
                 result.reason
             );
+            if result.status == Status::Informational {
+                crate::say!("{}", result.details.trim_end());
+            }
             for note in &result.notes {
                 crate::say!("    note: {note}");
             }
@@ -238,6 +256,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         }
     }
     print_skip_reasons(&results);
+    print_informational(&results);
     let summary = Summary::of(&results);
     if summary.expected_failures > 0 {
         crate::say!(
@@ -300,6 +319,21 @@ fn print_levels(results: &[CaseResult]) {
     }
 }
 
+/// Must-reject cases accepted under the backend's validation profile, by rule.
+fn print_informational(results: &[CaseResult]) {
+    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in results.iter().filter(|r| r.status == Status::Informational) {
+        *reasons.entry(r.reason.as_str()).or_default() += 1;
+    }
+    if reasons.is_empty() {
+        return;
+    }
+    crate::say!("informational (rules the backend does not enforce; not failures):");
+    for (reason, count) in reasons {
+        crate::say!("  {count:5}  {reason}");
+    }
+}
+
 fn print_skip_reasons(results: &[CaseResult]) {
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for r in results.iter().filter(|r| r.status == Status::Skipped) {
@@ -349,6 +383,7 @@ impl Progress {
             Status::Failed => self.summary.failed += 1,
             Status::Skipped => self.summary.skipped += 1,
             Status::ExpectedFailure => self.summary.expected_failures += 1,
+            Status::Informational => self.summary.informational += 1,
         }
         let interval = if self.terminal {
             Duration::from_millis(100)

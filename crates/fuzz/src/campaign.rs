@@ -1,15 +1,17 @@
 //! A fuzz campaign: generated cases through the harness's runner (`check::check_case`) for a
 //! whole budget of cases or time, on one backend instance per job. Every failure is
-//! classified: informational (a rule the backend does not enforce by design), known (an
-//! expectations entry describes it), or bucketed by the signature of its shrunk, normalized
-//! minimal case. A campaign never stops at a failure.
+//! classified: known (an expectations entry describes it), or bucketed by the signature of its
+//! shrunk, normalized minimal case. Acceptances of must-reject cases that break only rules
+//! the backend does not enforce (its validation profile, or the expectations file's
+//! `not_enforced`) are informational buckets, never failures. A campaign never stops at a
+//! failure.
 //!
 //! Case `i` of a campaign is generated from its own RNG, seeded from the campaign seed and
 //! `i` alone, so the same seed gives the same cases whatever the number of jobs; shard `I/N`
 //! runs the indices `i` with `i % N == I`, so shards are disjoint and together are the
 //! unsharded campaign.
 
-use crate::check::{CheckFailure, Mix, case_strategy, check_case};
+use crate::check::{CheckFailure, Checked, Mix, case_strategy, check_case};
 use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
 use crate::{report, shrink};
 use dmlcts_harness::Case;
@@ -277,8 +279,6 @@ pub fn case_indices(options: &CampaignOptions) -> impl Iterator<Item = u64> + '_
 /// How a failure is told apart from others before shrinking.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Class {
-    /// An acceptance of a near miss breaking a rule the backend does not enforce.
-    Informational(usize),
     /// A known difference described by a predicate.
     KnownByPredicate(usize),
     Unknown,
@@ -339,6 +339,8 @@ struct Campaign<'a> {
     options: &'a CampaignOptions,
     known: Vec<&'a KnownDifference>,
     not_enforced: Vec<&'a NotEnforced>,
+    /// Their rules, for the runner.
+    not_enforced_rules: Vec<String>,
     state: Mutex<State>,
     next: AtomicU64,
     cases_run: AtomicU64,
@@ -367,15 +369,6 @@ impl Campaign<'_> {
     }
 
     fn class(&self, failure: &CheckFailure) -> Class {
-        if failure.kind == CheckKind::Acceptance
-            && let Some(rule) = expected_rule(&failure.case)
-            && let Some(i) = self
-                .not_enforced
-                .iter()
-                .position(|n| n.rules.iter().any(|r| r == rule))
-        {
-            return Class::Informational(i);
-        }
         let position = self.known.iter().position(|k| {
             k.check.as_deref().is_none_or(|c| c == failure.kind.name())
                 && k.predicate
@@ -407,7 +400,7 @@ impl Campaign<'_> {
     ) -> (CheckFailure, bool) {
         let start = Instant::now();
         let budget = self.options.shrink_time;
-        let still_fails = |case: &Case| match checked(backend, case) {
+        let still_fails = |case: &Case| match checked(backend, case, &self.not_enforced_rules) {
             Err(f) if self.verdict(&f) == *verdict => Some(f),
             _ => None,
         };
@@ -433,19 +426,6 @@ impl Campaign<'_> {
     ) {
         let verdict = self.verdict(&failure);
         let (id, status) = match &verdict.class {
-            Class::Informational(i) => {
-                let id = signature(failure.kind, &failure.case);
-                let reason = self.not_enforced[*i].reason.clone();
-                self.record(
-                    index,
-                    &id,
-                    BucketStatus::Informational { reason },
-                    failure,
-                    true,
-                    None,
-                );
-                return;
-            }
             Class::KnownByPredicate(i) => {
                 let known = self.known[*i];
                 let id = format!("known.{}", slug(&known.name));
@@ -503,6 +483,36 @@ impl Campaign<'_> {
         }
         let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
         self.record(index, &id, status, minimal, reproduced, None);
+    }
+
+    /// An acceptance the backend's profile (or the expectations file) says is by design:
+    /// bucketed by the signature of the case as generated, never shrunk. The reason is the
+    /// expectations entry's for the rule, if one names it, else the runner's.
+    fn informational(&self, backend: &dyn Backend, index: u64, case: Case, checked: Checked) {
+        let Checked::Informational { rule, report } = checked else {
+            return;
+        };
+        let reason = match self.not_enforced.iter().find(|n| n.rules.contains(&rule)) {
+            Some(entry) => entry.reason.clone(),
+            None => format!(
+                "accepted; DirectML rejects it: rule {rule} (validation profile {})",
+                backend.validation_profile()
+            ),
+        };
+        let id = signature(CheckKind::Acceptance, &case);
+        let failure = CheckFailure {
+            kind: CheckKind::Acceptance,
+            report,
+            case: Box::new(case),
+        };
+        self.record(
+            index,
+            &id,
+            BucketStatus::Informational { reason },
+            failure,
+            true,
+            None,
+        );
     }
 
     /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
@@ -595,8 +605,14 @@ fn count_hit(state: &mut State, id: &str, index: u64) {
 }
 
 /// A panic anywhere in the checks (the invariants call the backend directly) is a crash.
-fn checked(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check_case(backend, case))) {
+fn checked(
+    backend: &dyn Backend,
+    case: &Case,
+    not_enforced: &[String],
+) -> Result<Checked, CheckFailure> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_case(backend, case, not_enforced)
+    })) {
         Ok(result) => result,
         Err(panic) => {
             let message = panic
@@ -647,6 +663,11 @@ pub fn run_campaign(
     // Expectations are keyed by the backend's own name, as in the conformance command
     // (`directml@1.15.4` is `directml`, with its version in the device text).
     let name = backends.first().map(|b| b.name()).unwrap_or_default();
+    let not_enforced: Vec<&NotEnforced> = options
+        .not_enforced
+        .iter()
+        .filter(|n| n.applies(&name, &options.device))
+        .collect();
     let campaign = Campaign {
         options,
         known: options
@@ -654,11 +675,11 @@ pub fn run_campaign(
             .iter()
             .filter(|k| k.applies(&name, &options.device))
             .collect(),
-        not_enforced: options
-            .not_enforced
+        not_enforced_rules: not_enforced
             .iter()
-            .filter(|n| n.applies(&name, &options.device))
+            .flat_map(|n| n.rules.iter().cloned())
             .collect(),
+        not_enforced,
         state: Mutex::new(State {
             buckets: HashMap::new(),
             shapes: Vec::new(),
@@ -678,10 +699,14 @@ pub fn run_campaign(
                 while let Some(index) = campaign.next_index() {
                     let mut tree = case_tree(&strategy, options.seed, index);
                     let case = tree.current();
-                    let result = checked(backend, &case);
+                    let result = checked(backend, &case, &campaign.not_enforced_rules);
                     campaign.cases_run.fetch_add(1, Ordering::Relaxed);
-                    if let Err(failure) = result {
-                        campaign.handle(backend, tree.as_mut(), index, failure);
+                    match result {
+                        Err(failure) => campaign.handle(backend, tree.as_mut(), index, failure),
+                        Ok(info @ Checked::Informational { .. }) => {
+                            campaign.informational(backend, index, case, info)
+                        }
+                        Ok(Checked::Passed) => {}
                     }
                 }
                 running.fetch_sub(1, Ordering::Release);

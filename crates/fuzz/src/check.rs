@@ -38,9 +38,28 @@ pub struct CheckFailure {
     pub case: Box<Case>,
 }
 
-/// Everything the fuzzer checks on one case.
-pub fn check_case(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure> {
-    let result = run_case(backend, case, &RunOptions::default());
+/// A check that did not fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// Passed, or skipped with a reason.
+    Passed,
+    /// A must-reject case the backend accepted, breaking only rules it does not enforce (its
+    /// validation profile, or the expectations file's `not_enforced`): `rule` is the first.
+    Informational { rule: String, report: String },
+}
+
+/// Everything the fuzzer checks on one case. `not_enforced`: rules the expectations file
+/// says this backend does not enforce, besides its own validation profile.
+pub fn check_case(
+    backend: &dyn Backend,
+    case: &Case,
+    not_enforced: &[String],
+) -> Result<Checked, CheckFailure> {
+    let options = RunOptions {
+        not_enforced: not_enforced.to_vec(),
+        ..RunOptions::default()
+    };
+    let result = run_case(backend, case, &options);
     if result.status == Status::Failed {
         return Err(CheckFailure {
             kind: CheckKind::of(&result),
@@ -48,8 +67,22 @@ pub fn check_case(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure
             case: Box::new(case.clone()),
         });
     }
+    if result.status == Status::Informational {
+        let rule = result
+            .reason
+            .rsplit_once("rule ")
+            .map(|(_, rule)| rule.to_string())
+            .unwrap_or_default();
+        return Ok(Checked::Informational {
+            rule,
+            report: format!(
+                "INFORMATIONAL {}\n  {}\n{}",
+                result.name, result.reason, result.details
+            ),
+        });
+    }
     if result.status != Status::Passed || case.expect != Expectation::Accept {
-        return Ok(());
+        return Ok(Checked::Passed);
     }
     let invariant = match &case.op {
         OperatorDesc::Split(_) => join_of_split_is_identity(backend, case),
@@ -59,8 +92,8 @@ pub fn check_case(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure
     // The derived case the backend got wrong, run as a case of its own: its failure is the
     // real one (wrong values of a reversal, a rejected join), so it buckets with the same bug
     // found directly.
-    invariant.map_err(|failure| {
-        let rerun = run_case(backend, &failure.case, &RunOptions::default());
+    invariant.map(|()| Checked::Passed).map_err(|failure| {
+        let rerun = run_case(backend, &failure.case, &options);
         if rerun.status == Status::Failed {
             CheckFailure {
                 kind: CheckKind::of(&rerun),

@@ -13,5 +13,5 @@ pub mod strategies;
 pub use campaign::{
     Bucket, BucketStatus, CampaignOptions, CampaignOutcome, Progress, Shard, run_campaign,
 };
-pub use check::{CheckFailure, Mix, case_strategy, check_case};
+pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case};
 pub use signature::{CheckKind, signature};

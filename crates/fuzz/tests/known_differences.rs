@@ -9,7 +9,7 @@ use dmlcts_harness::report::Expectations;
 use dmlcts_oracle::validate;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OperatorDesc, OperatorKind,
-    OutputBinding,
+    OutputBinding, ValidationProfile,
 };
 use std::time::Duration;
 
@@ -210,4 +210,65 @@ fn an_expectations_file_naming_an_unknown_predicate_or_rule_is_refused_with_the_
         "{error}"
     );
     let _ = std::fs::remove_file(&path);
+}
+
+/// The CPU backend under the values-only profile, accepting every descriptor.
+struct ValuesOnly(CpuBackend);
+
+impl Backend for ValuesOnly {
+    fn name(&self) -> String {
+        "values-only-cpu".into()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn validation_profile(&self) -> ValidationProfile {
+        ValidationProfile::ValuesOnly
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        match self.0.compile(op) {
+            Err(CompileError::Rejected(_)) => Ok(Box::new(Lenient)),
+            other => other,
+        }
+    }
+}
+
+#[test]
+fn a_values_only_backend_accepting_every_near_miss_has_no_new_findings_only_informational_buckets()
+{
+    let backend = ValuesOnly(CpuBackend::new());
+    let mut options = CampaignOptions::new("values-only-cpu", 11);
+    options.cases = Some(2000);
+    options.mix = Mix::Both;
+    options.shrink_time = Duration::from_secs(30);
+    let outcome = run_campaign(&[&backend], &options, |_| {});
+    assert_eq!(outcome.cases_run, 2000);
+    assert_eq!(outcome.new_buckets().count(), 0, "{:?}", outcome.buckets);
+    let info: Vec<_> = outcome
+        .buckets
+        .iter()
+        .filter(|b| matches!(b.status, BucketStatus::Informational { .. }))
+        .collect();
+    assert_eq!(info.len(), outcome.buckets.len());
+    // Near misses of many rules, each its own bucket, each naming its rule.
+    assert!(
+        info.len() >= 10,
+        "{:?}",
+        info.iter().map(|b| &b.id).collect::<Vec<_>>()
+    );
+    for bucket in &info {
+        let BucketStatus::Informational { reason } = &bucket.status else {
+            unreachable!()
+        };
+        assert!(
+            reason.starts_with("accepted; DirectML rejects it: rule ")
+                && reason.ends_with(" (validation profile values-only)"),
+            "{reason}"
+        );
+    }
+    let total: u64 = info.iter().map(|b| b.count).sum();
+    assert_eq!(
+        outcome.summary_line(),
+        format!("0 new findings; informational (not enforced by design): {total}")
+    );
 }

@@ -64,8 +64,7 @@ impl<'a> Devices<'a> {
             feature_level: self.pinned,
             strict_level: self.strict_level
                 || (self.pinned.is_none() && device.feature_level() == case.feature_level),
-            program: None,
-            replay_hint: None,
+            ..RunOptions::default()
         };
         (device, options)
     }

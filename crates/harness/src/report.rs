@@ -16,6 +16,8 @@ pub struct Summary {
     pub failed: usize,
     pub skipped: usize,
     pub expected_failures: usize,
+    /// Must-reject cases accepted under the backend's validation profile.
+    pub informational: usize,
 }
 
 impl Summary {
@@ -27,6 +29,7 @@ impl Summary {
                 Status::Failed => summary.failed += 1,
                 Status::Skipped => summary.skipped += 1,
                 Status::ExpectedFailure => summary.expected_failures += 1,
+                Status::Informational => summary.informational += 1,
             }
         }
         summary
@@ -46,12 +49,17 @@ impl Summary {
             .collect()
     }
 
-    /// The closing line: `N passed, M failed, K skipped`.
+    /// The closing line: `N passed, M failed, K skipped`, and `, I informational` when some
+    /// must-reject cases were accepted under the backend's validation profile.
     pub fn line(&self) -> String {
-        format!(
+        let mut line = format!(
             "{} passed, {} failed, {} skipped",
             self.passed, self.failed, self.skipped
-        )
+        );
+        if self.informational > 0 {
+            let _ = write!(line, ", {} informational", self.informational);
+        }
+        line
     }
 }
 
@@ -185,7 +193,7 @@ impl Expectations {
                         expected.reason
                     );
                 }
-                Status::Skipped | Status::ExpectedFailure => {}
+                Status::Skipped | Status::ExpectedFailure | Status::Informational => {}
             }
         }
         self.expected_failures
@@ -205,6 +213,8 @@ pub struct RunInfo {
     /// The level the run was at: one level, or "each case's own".
     pub feature_level: String,
     pub strict_level: bool,
+    /// The backend's validation profile (`strict`, `values-only`, `not-enforced: ...`).
+    pub validation_profile: String,
     /// Starting the backend: processes, adapters, a device per level.
     pub startup: Duration,
     /// Running the cases, start-up excluded.
@@ -236,7 +246,9 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
             "failed": summary.failed,
             "skipped": summary.skipped,
             "expected_failures": summary.expected_failures,
+            "informational": summary.informational,
             "backend": info.backend,
+            "validation_profile": info.validation_profile,
             "device": info.device,
             "version": device_version(&info.device).map(|v| v.to_string()),
             "feature_level": info.feature_level,
@@ -253,6 +265,7 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
                             "failed": s.failed,
                             "skipped": s.skipped,
                             "expected_failures": s.expected_failures,
+                            "informational": s.informational,
                         }),
                     )
                 })
@@ -293,6 +306,15 @@ pub fn junit_report(info: &RunInfo, results: &[CaseResult]) -> String {
         );
         match r.status {
             Status::Passed => xml.push_str("/>\n"),
+            // Not a failure: a passed test case that says what it was.
+            Status::Informational => {
+                let _ = writeln!(
+                    xml,
+                    "><system-out>informational: {}\n{}</system-out></testcase>",
+                    xml_escape(&r.reason),
+                    xml_escape(&r.details)
+                );
+            }
             Status::Failed => {
                 let _ = writeln!(
                     xml,

@@ -3,14 +3,16 @@
 //!
 //! 1. the case's stored expectation is checked against the oracle at the case's level;
 //! 2. skips: backend unavailable, data type not claimed, level above the claimed one;
-//! 3. the backend must agree with the oracle on accept/reject at the running level;
+//! 3. the backend must agree with the oracle on accept/reject at the running level, under its
+//!    validation profile: a must-reject case it accepts where every broken rule is one it
+//!    does not enforce is informational;
 //! 4. accepted: the backend executes into guarded, sentinel-filled outputs; every addressed
 //!    output byte must equal the oracle's, guard bands must be untouched, inputs unchanged.
 
 use crate::case::{Case, Expectation};
 use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use crate::data::{logical_elements, too_large};
-use dmlcts_oracle::{OracleOutput, execute, validate};
+use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
 use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,6 +31,9 @@ pub struct RunOptions {
     /// Appended to the replay command (e.g. `--cases path`), when the case file is not
     /// enough to find it.
     pub replay_hint: Option<String>,
+    /// Rules this backend does not enforce besides those of its own validation profile
+    /// (an expectations file's `not_enforced` entries that apply to it).
+    pub not_enforced: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +43,9 @@ pub enum Status {
     Skipped,
     /// Failed, as the expectations file says it will.
     ExpectedFailure,
+    /// Accepted a must-reject case whose every broken rule is one the backend does not
+    /// enforce (its validation profile): reported, counted apart, never a failure.
+    Informational,
 }
 
 impl Status {
@@ -47,6 +55,7 @@ impl Status {
             Status::Failed => "failed",
             Status::Skipped => "skipped",
             Status::ExpectedFailure => "expected_failure",
+            Status::Informational => "informational",
         }
     }
 }
@@ -98,6 +107,7 @@ impl CaseResult {
 enum Outcome {
     Pass,
     Skip(String),
+    Informational { reason: String, details: String },
     Fail { check: String, details: String },
 }
 
@@ -123,6 +133,11 @@ pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Cas
         Outcome::Skip(reason) => {
             result.status = Status::Skipped;
             result.reason = reason;
+        }
+        Outcome::Informational { reason, details } => {
+            result.status = Status::Informational;
+            result.reason = reason;
+            result.details = details;
         }
         Outcome::Fail { check, details } => {
             result.status = Status::Failed;
@@ -248,11 +263,38 @@ fn run_checks(
             );
         }
         (Err(violation), Ok(compiled)) => {
-            if options.strict_level || !violation.depends_on_feature_level() {
-                return fail(
-                    "accepted an invalid descriptor",
-                    format!("  the oracle rejects it at {level}: {violation}"),
-                );
+            // Every rule the descriptor breaks, not only the first, decides: one the backend
+            // enforces fails the case. A level table's rule is not enforced without
+            // strict_level (the outputs are then checked).
+            let profile = backend.validation_profile().without(&options.not_enforced);
+            let beyond_level = |rule: &str| {
+                !options.strict_level && dmlcts_oracle::spec::depends_on_feature_level(rule)
+            };
+            let broken = match validate_enforced(&case.op, level, |rule| {
+                profile.enforces(rule) && !beyond_level(rule)
+            }) {
+                Err(enforced) => {
+                    return fail(
+                        "accepted an invalid descriptor",
+                        format!("  the oracle rejects it at {level}: {enforced}"),
+                    );
+                }
+                Ok(broken) => broken,
+            };
+            let by_profile: Vec<_> = broken
+                .iter()
+                .filter(|v| !profile.enforces(&v.rule))
+                .collect();
+            if let Some(first) = by_profile.first() {
+                let mut details = String::new();
+                for v in &by_profile {
+                    let _ = writeln!(details, "  the oracle rejects it at {level}: {v}");
+                }
+                let _ = writeln!(details, "  the backend's validation profile: {profile}");
+                return Outcome::Informational {
+                    reason: format!("accepted; DirectML rejects it: rule {}", first.rule),
+                    details,
+                };
             }
             notes.push(format!(
                 "accepted beyond the level-{level} tables ({violation}); checking its outputs"

@@ -18,4 +18,4 @@ mod validate;
 
 pub use backend::OracleBackend;
 pub use execute::{ExecuteError, OracleOutput, execute};
-pub use validate::{Violation, validate};
+pub use validate::{Violation, validate, validate_enforced};

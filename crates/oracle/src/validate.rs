@@ -55,30 +55,66 @@ const MAX_ENUMERATED_OUTPUT_ELEMENTS: u128 = 1 << 20;
 
 /// Checks `op` against every rule in specs/ for a device at `level`.
 pub fn validate(op: &OperatorDesc, level: FeatureLevel) -> Result<(), Violation> {
+    validate_enforced(op, level, |_| true).map(|_| ())
+}
+
+/// `validate`, for a backend that enforces only the rules `enforces` names: the first broken
+/// rule it enforces is the error; the broken rules it does not enforce are listed, in the
+/// order `validate` checks them, and checking goes on past them (a check that a broken
+/// rule makes meaningless, such as sizes along an axis of tensors whose dimension counts
+/// differ, is left out). With every rule enforced this is `validate`.
+pub fn validate_enforced(
+    op: &OperatorDesc,
+    level: FeatureLevel,
+    enforces: impl Fn(&str) -> bool,
+) -> Result<Vec<Violation>, Violation> {
+    let mut check = Checker {
+        enforces: &enforces,
+        not_enforced: Vec::new(),
+    };
     let kind = op.kind();
     let introduced = spec::introduced(kind);
     if level < introduced {
-        return Err(Violation::new(
+        check.broken(Violation::new(
             "operator.introduced_at_level",
             format!(
                 "{} was introduced in DML_FEATURE_LEVEL_{introduced}; the target is {level}",
                 kind.dml_name()
             ),
-        ));
+        ))?;
     }
     match op {
-        OperatorDesc::Split(desc) => validate_split(desc, level),
-        OperatorDesc::Join(desc) => validate_join(desc, level),
-        OperatorDesc::Slice1(desc) => validate_slice1(desc, level),
+        OperatorDesc::Split(desc) => validate_split(desc, level, &mut check),
+        OperatorDesc::Join(desc) => validate_join(desc, level, &mut check),
+        OperatorDesc::Slice1(desc) => validate_slice1(desc, level, &mut check),
+    }?;
+    Ok(check.not_enforced)
+}
+
+/// Where each broken rule goes: the error when it is enforced, else the list.
+struct Checker<'a> {
+    enforces: &'a dyn Fn(&str) -> bool,
+    not_enforced: Vec<Violation>,
+}
+
+impl Checker<'_> {
+    fn broken(&mut self, violation: Violation) -> Result<(), Violation> {
+        if (self.enforces)(&violation.rule) {
+            return Err(violation);
+        }
+        if !self.not_enforced.iter().any(|v| v.rule == violation.rule) {
+            self.not_enforced.push(violation);
+        }
+        Ok(())
     }
 }
 
-fn validate_split(desc: &SplitDesc, level: FeatureLevel) -> Result<(), Violation> {
+fn validate_split(desc: &SplitDesc, level: FeatureLevel, c: &mut Checker) -> Result<(), Violation> {
     if desc.output_tensors.is_empty() {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "split.output_count_nonzero",
             "OutputCount is 0; it must be greater than 0".to_string(),
-        ));
+        ))?;
     }
     let input = ("InputTensor".to_string(), &desc.input_tensor);
     let outputs: Vec<(String, &TensorDesc)> = desc
@@ -87,24 +123,24 @@ fn validate_split(desc: &SplitDesc, level: FeatureLevel) -> Result<(), Violation
         .enumerate()
         .map(|(i, t)| (format!("OutputTensors[{i}]"), t))
         .collect();
-    check_tensor(&input.0, input.1, false)?;
+    check_tensor(c, &input.0, input.1, false)?;
     for (name, tensor) in &outputs {
-        check_tensor(name, tensor, true)?;
+        check_tensor(c, name, tensor, true)?;
     }
-    check_same_dimension_count_and_type(OperatorKind::Split, &input, &outputs)?;
-    check_support(OperatorKind::Split, level, "InputTensor", &input)?;
+    check_same_dimension_count_and_type(c, OperatorKind::Split, &input, &outputs)?;
+    check_support(c, OperatorKind::Split, level, "InputTensor", &input)?;
     for output in &outputs {
-        check_support(OperatorKind::Split, level, "OutputTensors", output)?;
+        check_support(c, OperatorKind::Split, level, "OutputTensors", output)?;
     }
-    check_axis_and_sizes(OperatorKind::Split, desc.axis, &input, &outputs)
+    check_axis_and_sizes(c, OperatorKind::Split, desc.axis, &input, &outputs)
 }
 
-fn validate_join(desc: &JoinDesc, level: FeatureLevel) -> Result<(), Violation> {
+fn validate_join(desc: &JoinDesc, level: FeatureLevel, c: &mut Checker) -> Result<(), Violation> {
     if desc.input_tensors.is_empty() {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "join.input_count_nonzero",
             "InputCount is 0; it must be greater than 0".to_string(),
-        ));
+        ))?;
     }
     let output = ("OutputTensor".to_string(), &desc.output_tensor);
     let inputs: Vec<(String, &TensorDesc)> = desc
@@ -114,20 +150,21 @@ fn validate_join(desc: &JoinDesc, level: FeatureLevel) -> Result<(), Violation> 
         .map(|(i, t)| (format!("InputTensors[{i}]"), t))
         .collect();
     for (name, tensor) in &inputs {
-        check_tensor(name, tensor, false)?;
+        check_tensor(c, name, tensor, false)?;
     }
-    check_tensor(&output.0, output.1, true)?;
-    check_same_dimension_count_and_type(OperatorKind::Join, &output, &inputs)?;
+    check_tensor(c, &output.0, output.1, true)?;
+    check_same_dimension_count_and_type(c, OperatorKind::Join, &output, &inputs)?;
     for input in &inputs {
-        check_support(OperatorKind::Join, level, "InputTensors", input)?;
+        check_support(c, OperatorKind::Join, level, "InputTensors", input)?;
     }
-    check_support(OperatorKind::Join, level, "OutputTensor", &output)?;
-    check_axis_and_sizes(OperatorKind::Join, desc.axis, &output, &inputs)
+    check_support(c, OperatorKind::Join, level, "OutputTensor", &output)?;
+    check_axis_and_sizes(c, OperatorKind::Join, desc.axis, &output, &inputs)
 }
 
 /// Split and Join share the page's pseudocode with the roles swapped: `whole` is Split's
 /// InputTensor or Join's OutputTensor, `parts` are the other side.
 fn check_axis_and_sizes(
+    c: &mut Checker,
     kind: OperatorKind,
     axis: u32,
     whole: &(String, &TensorDesc),
@@ -137,13 +174,22 @@ fn check_axis_and_sizes(
     let op = kind.name();
     let dimension_count = whole.dimension_count();
     if axis as usize >= dimension_count {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             &format!("{op}.axis_in_range"),
             format!(
                 "Axis is {axis}; it must be in [0, {}] ({whole_name}.DimensionCount is {dimension_count})",
                 dimension_count as i64 - 1
             ),
-        ));
+        ))?;
+        return Ok(());
+    }
+    // Sizes are compared dimension by dimension only between tensors of one dimension count
+    // (a part with another count broke {op}.same_dimension_count, which was not enforced).
+    if parts
+        .iter()
+        .any(|(_, p)| p.dimension_count() != dimension_count)
+    {
+        return Ok(());
     }
     let axis = axis as usize;
     // splitSize / joinSize, summed in u64 so it cannot wrap.
@@ -153,14 +199,14 @@ fn check_axis_and_sizes(
             if dim == axis {
                 axis_size_sum += u64::from(part.sizes[dim]);
             } else if part.sizes[dim] != whole.sizes[dim] {
-                return Err(Violation::new(
+                c.broken(Violation::new(
                     &format!("{op}.non_axis_sizes_match"),
                     format!(
                         "{part_name}.Sizes[{dim}] is {} but {whole_name}.Sizes[{dim}] is {} \
                          (only the axis, {axis}, may differ)",
                         part.sizes[dim], whole.sizes[dim]
                     ),
-                ));
+                ))?;
             }
         }
     }
@@ -177,19 +223,23 @@ fn check_axis_and_sizes(
             .iter()
             .map(|(_, t)| t.sizes[axis].to_string())
             .collect();
-        return Err(Violation::new(
+        c.broken(Violation::new(
             rule,
             format!(
                 "{side}[*].Sizes[{axis}] sum to {axis_size_sum} ({}) but {whole_name}.Sizes[{axis}] is {}",
                 listed.join(" + "),
                 whole.sizes[axis]
             ),
-        ));
+        ))?;
     }
     Ok(())
 }
 
-fn validate_slice1(desc: &Slice1Desc, level: FeatureLevel) -> Result<(), Violation> {
+fn validate_slice1(
+    desc: &Slice1Desc,
+    level: FeatureLevel,
+    c: &mut Checker,
+) -> Result<(), Violation> {
     let dimension_count = desc.dimension_count as usize;
     for (field, length) in [
         ("InputWindowOffsets", desc.input_window_offsets.len()),
@@ -197,117 +247,131 @@ fn validate_slice1(desc: &Slice1Desc, level: FeatureLevel) -> Result<(), Violati
         ("InputWindowStrides", desc.input_window_strides.len()),
     ] {
         if length != dimension_count {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 "slice1.window_arrays_length",
                 format!("{field} has {length} entries but DimensionCount is {dimension_count}"),
-            ));
+            ))?;
         }
     }
     let input = ("InputTensor".to_string(), &desc.input_tensor);
     let output = ("OutputTensor".to_string(), &desc.output_tensor);
-    check_tensor(&input.0, input.1, false)?;
-    check_tensor(&output.0, output.1, true)?;
+    check_tensor(c, &input.0, input.1, false)?;
+    check_tensor(c, &output.0, output.1, true)?;
     check_same_dimension_count_and_type(
+        c,
         OperatorKind::Slice1,
         &input,
         std::slice::from_ref(&output),
     )?;
     if desc.input_tensor.dimension_count() != dimension_count {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "slice1.dimension_count_matches_tensors",
             format!(
                 "DimensionCount is {dimension_count} but InputTensor.DimensionCount and \
                  OutputTensor.DimensionCount are {}",
                 desc.input_tensor.dimension_count()
             ),
-        ));
+        ))?;
     }
-    check_support(OperatorKind::Slice1, level, "InputTensor", &input)?;
-    check_support(OperatorKind::Slice1, level, "OutputTensor", &output)?;
+    check_support(c, OperatorKind::Slice1, level, "InputTensor", &input)?;
+    check_support(c, OperatorKind::Slice1, level, "OutputTensor", &output)?;
 
     for i in 0..dimension_count {
-        let offset = desc.input_window_offsets[i];
-        let size = desc.input_window_sizes[i];
-        let stride = desc.input_window_strides[i];
-        let input_size = desc.input_tensor.sizes[i];
-        let output_size = desc.output_tensor.sizes[i];
+        // Every array has an entry here unless a rule above that was not enforced is broken.
+        let (Some(&offset), Some(&size), Some(&stride), Some(&input_size), Some(&output_size)) = (
+            desc.input_window_offsets.get(i),
+            desc.input_window_sizes.get(i),
+            desc.input_window_strides.get(i),
+            desc.input_tensor.sizes.get(i),
+            desc.output_tensor.sizes.get(i),
+        ) else {
+            continue;
+        };
         if size == 0 {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 "slice1.window_nonempty",
                 format!("InputWindowSizes[{i}] is 0; the input window mustn't be empty"),
-            ));
+            ))?;
         }
         if u64::from(offset) + u64::from(size) > u64::from(input_size) {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 "slice1.window_inside_input",
                 format!(
                     "InputWindowOffsets[{i}] + InputWindowSizes[{i}] is {offset} + {size} = {} \
                      but InputTensor.Sizes[{i}] is {input_size}",
                     u64::from(offset) + u64::from(size)
                 ),
-            ));
+            ))?;
         }
         if stride == 0 {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 "slice1.window_stride_nonzero",
                 format!("InputWindowStrides[{i}] is 0; strides may not be 0"),
-            ));
+            ))?;
+        }
+        if size == 0 || stride == 0 {
+            continue;
         }
         // MaxCopiedElements[i] = 1 + (InputWindowSize[i] - 1) / |InputWindowStrides[i]|
         let max_copied = 1 + (u64::from(size) - 1) / i64::from(stride).unsigned_abs();
         if u64::from(output_size) > max_copied {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 "slice1.output_size_within_max_copied",
                 format!(
                     "OutputTensor.Sizes[{i}] is {output_size} but MaxCopiedElements[{i}] = \
                      1 + ({size} - 1) / |{stride}| = {max_copied}"
                 ),
-            ));
+            ))?;
         }
     }
     Ok(())
 }
 
 /// The rules every tensor obeys on its own (specs/tensor.yaml).
-fn check_tensor(name: &str, tensor: &TensorDesc, is_output: bool) -> Result<(), Violation> {
+fn check_tensor(
+    c: &mut Checker,
+    name: &str,
+    tensor: &TensorDesc,
+    is_output: bool,
+) -> Result<(), Violation> {
     let dimension_count = tensor.dimension_count();
     if let Some(strides) = &tensor.strides
         && strides.len() != dimension_count
     {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "tensor.strides_count",
             format!(
                 "{name}.Strides has {} entries but {name}.DimensionCount is {dimension_count}",
                 strides.len()
             ),
-        ));
+        ))?;
     }
     if let Some(dim) = tensor.sizes.iter().position(|&s| s == 0) {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "tensor.sizes_nonzero",
             format!("{name}.Sizes[{dim}] is 0; sizes must be non-zero"),
-        ));
+        ))?;
     }
     let elements = tensor.element_count();
     let limit = u128::from(u32::MAX);
     if elements > limit {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "tensor.element_count_limit",
             format!("{name} has {elements} elements; a buffer tensor may have at most {limit}"),
-        ));
+        ))?;
     }
     let minimum = tensor.minimum_size_in_bytes();
     if u128::from(tensor.total_tensor_size_in_bytes) < minimum {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "tensor.total_size_minimum",
             format!(
                 "{name}.TotalTensorSizeInBytes is {} but its sizes and strides need at least {minimum}",
                 tensor.total_tensor_size_in_bytes
             ),
-        ));
+        ))?;
     }
-    if is_output {
-        check_output_addresses_distinct(name, tensor)?;
+    if is_output && let Err(violation) = check_output_addresses_distinct(name, tensor) {
+        c.broken(violation)?;
     }
     Ok(())
 }
@@ -386,6 +450,7 @@ fn check_output_addresses_distinct(name: &str, tensor: &TensorDesc) -> Result<()
 /// "Tensor constraints": one DimensionCount and one DataType across the operator's tensors.
 /// `reference` is the tensor the page's pseudocode compares against.
 fn check_same_dimension_count_and_type(
+    c: &mut Checker,
     kind: OperatorKind,
     reference: &(String, &TensorDesc),
     others: &[(String, &TensorDesc)],
@@ -393,25 +458,25 @@ fn check_same_dimension_count_and_type(
     let (reference_name, reference) = reference;
     for (name, tensor) in others {
         if tensor.dimension_count() != reference.dimension_count() {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 &format!("{}.same_dimension_count", kind.name()),
                 format!(
                     "{name}.DimensionCount is {} but {reference_name}.DimensionCount is {}",
                     tensor.dimension_count(),
                     reference.dimension_count()
                 ),
-            ));
+            ))?;
         }
     }
     for (name, tensor) in others {
         if tensor.data_type != reference.data_type {
-            return Err(Violation::new(
+            c.broken(Violation::new(
                 &format!("{}.same_data_type", kind.name()),
                 format!(
                     "{name}.DataType is {} but {reference_name}.DataType is {}",
                     tensor.data_type, reference.data_type
                 ),
-            ));
+            ))?;
         }
     }
     Ok(())
@@ -419,6 +484,7 @@ fn check_same_dimension_count_and_type(
 
 /// The page's "Tensor support" table at `level`, for the table row named `row_tensor`.
 fn check_support(
+    c: &mut Checker,
     kind: OperatorKind,
     level: FeatureLevel,
     row_tensor: &str,
@@ -428,26 +494,28 @@ fn check_support(
     let op = kind.name();
     let Some(row) = spec::support_row(kind, level) else {
         // Below the operator's first table row: availability already rejected it.
-        return Err(Violation::new(
+        c.broken(Violation::new(
             "operator.introduced_at_level",
             format!(
                 "{} has no tensor support at feature level {level}",
                 kind.dml_name()
             ),
-        ));
+        ))?;
+        return Ok(());
     };
     let Some(support) = row.tensors.iter().find(|t| t.name == row_tensor) else {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             &format!("{op}.dimension_count_supported"),
             format!(
                 "the {} table at {} has no row for {row_tensor}",
                 kind.dml_name(),
                 row.level
             ),
-        ));
+        ))?;
+        return Ok(());
     };
     if !support.supports_dimension_count(tensor.dimension_count()) {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             &format!("{op}.dimension_count_supported"),
             format!(
                 "{name}.DimensionCount is {}; at feature level {level} {} supports {} \
@@ -457,10 +525,10 @@ fn check_support(
                 support.dimension_counts_text(),
                 row.level
             ),
-        ));
+        ))?;
     }
     if !support.supported_data_types().contains(&tensor.data_type) {
-        return Err(Violation::new(
+        c.broken(Violation::new(
             &format!("{op}.data_type_supported"),
             format!(
                 "{name}.DataType is {}; at feature level {level} {} supports {} \
@@ -470,7 +538,7 @@ fn check_support(
                 support.data_types.join(", "),
                 row.level
             ),
-        ));
+        ))?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 use crate::ProcessBackend;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+    ValidationProfile,
 };
 use std::sync::Arc;
 
@@ -41,6 +42,10 @@ impl Backend for ProcessBackendAtLevel {
 
     fn unavailable_reason(&self) -> Option<String> {
         self.process.unavailable_reason()
+    }
+
+    fn validation_profile(&self) -> ValidationProfile {
+        self.process.validation_profile()
     }
 
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {

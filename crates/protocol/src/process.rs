@@ -10,7 +10,7 @@ use crate::descriptor::to_json;
 use crate::frame::{Frame, FrameError, read_frame, write_frame};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
-    Rejected,
+    Rejected, ValidationProfile,
 };
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -67,6 +67,8 @@ struct Hello {
     feature_levels: Vec<FeatureLevel>,
     data_types: Vec<DataType>,
     device: String,
+    /// `profile` and `not_enforced`: the DirectML rules it enforces (absent: all).
+    profile: ValidationProfile,
 }
 
 struct Running {
@@ -396,12 +398,40 @@ fn parse_hello(frame: &Frame) -> Result<Hello, String> {
         .ok_or("hello needs \"data_types\"")?;
     let feature_levels =
         name_list(frame, "feature_levels", "level", FeatureLevel::parse)?.unwrap_or_default();
+    let profile = parse_profile(frame)?;
     Ok(Hello {
         name: text("name")?,
         feature_level,
         feature_levels,
         data_types,
         device: text("device")?,
+        profile,
+    })
+}
+
+/// The hello's `profile` (`"strict"`, `"values-only"`; absent: strict) and `not_enforced`
+/// (rule ids from specs/).
+fn parse_profile(frame: &Frame) -> Result<ValidationProfile, String> {
+    let values_only = match frame.header.get("profile") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(name)) if name == "strict" => false,
+        Some(Value::String(name)) if name == "values-only" => true,
+        Some(other) => {
+            return Err(format!(
+                "unknown \"profile\" {other}; the profiles are \"strict\" and \"values-only\""
+            ));
+        }
+    };
+    let not_enforced = name_list(frame, "not_enforced", "rule id", |rule| {
+        dmlcts_oracle::spec::constraint(rule).map(|_| rule.to_string())
+    })?
+    .unwrap_or_default();
+    Ok(if values_only {
+        ValidationProfile::ValuesOnly
+    } else if not_enforced.is_empty() {
+        ValidationProfile::Strict
+    } else {
+        ValidationProfile::NotEnforced(not_enforced)
     })
 }
 
@@ -710,6 +740,14 @@ impl Backend for ProcessBackend {
         }
     }
 
+    /// As its hello said; without a usable hello, strict (every case fails anyway).
+    fn validation_profile(&self) -> ValidationProfile {
+        match &self.hello {
+            Ok(hello) => hello.profile.clone(),
+            Err(_) => ValidationProfile::Strict,
+        }
+    }
+
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         self.compile_at(op, None)
     }
@@ -799,6 +837,44 @@ mod hello_tests {
         assert_eq!(
             hello(json!({"feature_levels": "4_1"})).err(),
             Some("\"feature_levels\" must be an array of names, found \"4_1\"".to_string())
+        );
+    }
+
+    #[test]
+    fn a_profile_is_strict_values_only_or_rules_not_enforced_and_each_rule_must_exist() {
+        let profile = |extra: Value| hello(extra).map(|h| h.profile);
+        assert_eq!(profile(json!({})), Ok(ValidationProfile::Strict));
+        assert_eq!(
+            profile(json!({"profile": "strict"})),
+            Ok(ValidationProfile::Strict)
+        );
+        assert_eq!(
+            profile(json!({"profile": "values-only"})),
+            Ok(ValidationProfile::ValuesOnly)
+        );
+        assert_eq!(
+            profile(json!({"not_enforced": ["slice1.window_inside_input"]})),
+            Ok(ValidationProfile::NotEnforced(vec![
+                "slice1.window_inside_input".to_string()
+            ]))
+        );
+        assert_eq!(
+            profile(json!({"profile": "lenient"})),
+            Err(
+                "unknown \"profile\" \"lenient\"; the profiles are \"strict\" and \"values-only\""
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            profile(json!({"not_enforced": ["slice1.window_inside"]})),
+            Err("unknown rule id \"slice1.window_inside\" in \"not_enforced\"".to_string())
+        );
+        assert_eq!(
+            profile(json!({"not_enforced": "slice1.window_inside_input"})),
+            Err(
+                "\"not_enforced\" must be an array of names, found \"slice1.window_inside_input\""
+                    .to_string()
+            )
         );
     }
 }

@@ -5,7 +5,9 @@
 use crate::PROTOCOL_VERSION;
 use crate::descriptor::from_json;
 use crate::frame::{Frame, FrameError, read_frame, write_frame};
-use dmlcts_tensor::{Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding};
+use dmlcts_tensor::{
+    Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, ValidationProfile,
+};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -81,6 +83,11 @@ impl<'a> Server<'a> {
                     "data_types": backend.data_types().iter().map(|d| d.name()).collect::<Vec<_>>(),
                     "device": backend.device(),
                 });
+                match backend.validation_profile() {
+                    ValidationProfile::Strict => {}
+                    ValidationProfile::ValuesOnly => hello["profile"] = json!("values-only"),
+                    ValidationProfile::NotEnforced(rules) => hello["not_enforced"] = json!(rules),
+                }
                 if !self.at_levels.is_empty() {
                     hello["feature_levels"] = self
                         .at_levels

@@ -1,7 +1,7 @@
 //! What an implementation under test provides. The harness drives every backend through
 //! this trait; out-of-process and GPU backends adapt to it.
 
-use crate::{DataType, FeatureLevel, OperatorDesc};
+use crate::{DataType, FeatureLevel, OperatorDesc, ValidationProfile};
 use std::fmt;
 
 /// A backend's refusal to compile a descriptor (DirectML: `E_INVALIDARG` from
@@ -108,6 +108,13 @@ pub trait Backend: Send + Sync {
     /// Every case is then reported as skipped with this reason.
     fn unavailable_reason(&self) -> Option<String> {
         None
+    }
+
+    /// Which of DirectML's validation rules it enforces. A must-reject case it accepts where
+    /// every rule broken is one it does not enforce is informational, not a failure.
+    /// DirectML, the CPU backend and the oracle are `Strict`.
+    fn validation_profile(&self) -> ValidationProfile {
+        ValidationProfile::Strict
     }
 
     /// Accepts the descriptor (returning something to execute), rejects it, or fails.

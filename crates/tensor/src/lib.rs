@@ -9,6 +9,7 @@ mod data_type;
 mod desc;
 mod feature_level;
 mod ops;
+mod profile;
 mod random;
 mod values;
 
@@ -18,6 +19,7 @@ pub use data_type::DataType;
 pub use desc::{Coordinates, TensorDesc, calc_buffer_tensor_size};
 pub use feature_level::FeatureLevel;
 pub use ops::{JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc};
+pub use profile::ValidationProfile;
 pub use random::{BitPatternRng, fill_random_bits};
 pub use values::{
     ElementLiteral, encode_element, format_element, iota_element, parse_element_text, read_element,

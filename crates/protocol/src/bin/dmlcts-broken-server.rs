@@ -13,7 +13,13 @@
 //!   stdin, stdout and stderr open and sleeps, then exits without answering;
 //! - `hello-wrong-types`: answers hello with a number for the level and a string for the
 //!   data types;
-//! - `hello-wrong-protocol`: answers hello with protocol 999.
+//! - `hello-wrong-protocol`: answers hello with protocol 999;
+//! - `hello-bad-profile`: answers hello with the profile "lenient";
+//! - `hello-unknown-rule`: answers hello with a rule id no spec has in `not_enforced`;
+//! - `values-only`: declares the profile "values-only" and accepts every descriptor (the
+//!   oracle's verdict decides only whether it can execute it);
+//! - `not-enforced`: the same, declaring `not_enforced: [slice1.window_inside_input]`;
+//! - `slow-start`: sleeps 2 s before reading anything, then serves correctly.
 //!
 //! A second argument names a file to which every process it starts (itself included)
 //! appends its pid, so tests can check that none survives.
@@ -21,6 +27,10 @@
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::frame::{Frame, read_frame};
 use dmlcts_protocol::{Server, write_reply};
+use dmlcts_tensor::{
+    Backend, CompileError, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding,
+    ValidationProfile,
+};
 use serde_json::json;
 use std::collections::HashSet;
 use std::io::Write;
@@ -40,8 +50,26 @@ fn main() {
         sleep_forever();
     }
     eprintln!("broken server starting with fault `{fault}`");
-    let backend = OracleBackend::default();
-    let mut server = Server::new(&backend);
+    if fault == "slow-start" {
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let profile = match fault.as_str() {
+        "values-only" => Some(ValidationProfile::ValuesOnly),
+        "not-enforced" => Some(ValidationProfile::NotEnforced(vec![
+            "slice1.window_inside_input".to_string(),
+        ])),
+        _ => None,
+    };
+    let oracle = OracleBackend::default();
+    let accepting = profile.map(|profile| AcceptsEverything {
+        oracle: OracleBackend::default(),
+        profile,
+    });
+    let backend: &dyn Backend = match &accepting {
+        Some(accepting) => accepting,
+        None => &oracle,
+    };
+    let mut server = Server::new(backend);
     let mut stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
     let mut compiles = 0;
@@ -53,6 +81,12 @@ fn main() {
                     "name": "broken", "feature_level": 41, "data_types": "FLOAT32"})),
                 "hello-wrong-protocol" => Some(json!({"type": "hello", "protocol": 999,
                     "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"]})),
+                "hello-bad-profile" => Some(json!({"type": "hello", "protocol": 1,
+                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
+                    "profile": "lenient"})),
+                "hello-unknown-rule" => Some(json!({"type": "hello", "protocol": 1,
+                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
+                    "not_enforced": ["slice1.window_inside"]})),
                 _ => None,
             };
             if let Some(header) = bad {
@@ -109,6 +143,39 @@ fn main() {
         if fault == "stop-reading" && frame.kind() == "compile" {
             eprintln!("no longer reading, on purpose");
             sleep_forever();
+        }
+    }
+}
+
+/// The oracle, accepting every descriptor under a profile that enforces less.
+struct AcceptsEverything {
+    oracle: OracleBackend,
+    profile: ValidationProfile,
+}
+
+/// What an accepted descriptor the oracle rejects compiles to.
+struct NotExecutable(String);
+
+impl CompiledOperator for NotExecutable {
+    fn execute(&self, _: &[&[u8]], _: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        Err(format!("accepted but not executable: {}", self.0))
+    }
+}
+
+impl Backend for AcceptsEverything {
+    fn name(&self) -> String {
+        "accepts-everything".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        self.oracle.feature_level()
+    }
+    fn validation_profile(&self) -> ValidationProfile {
+        self.profile.clone()
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        match self.oracle.compile(op) {
+            Err(CompileError::Rejected(rejected)) => Ok(Box::new(NotExecutable(rejected.message))),
+            other => other,
         }
     }
 }
