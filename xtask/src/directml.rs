@@ -123,6 +123,18 @@ pub fn backend_names() -> Vec<(String, String)> {
     names
 }
 
+/// The `Host::directml_ready` of `cargo xtask`: the pinned versions set up in the stack
+/// (their DLL and the start script in place), without setting anything up.
+pub fn ready_names() -> Vec<String> {
+    if !server_script().is_file() {
+        return Vec::new();
+    }
+    PINS.iter()
+        .filter(|pin| version_dir(pin).join("DirectML.dll").is_file())
+        .map(|pin| format!("directml@{}", pin.version))
+        .collect()
+}
+
 const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     (
         "gcc-mingw-w64-x86-64",

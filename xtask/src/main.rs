@@ -61,6 +61,7 @@ fn main() -> ExitCode {
         default_fuzz_out: root.join("cases").join("regressions"),
         directml: directml::start_command,
         directml_names: directml::backend_names,
+        directml_ready: directml::ready_names,
     };
     let status = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),

@@ -40,6 +40,10 @@ pub struct Resolved {
     pub backend: Arc<dyn Backend>,
     /// None: it exists at one level only (a fixed DLL, a server that offers no levels).
     pub at_level: Option<DeviceFactory<'static>>,
+    /// Why it started but cannot run cases (a server whose hello was unusable). `conformance`
+    /// runs it anyway, so that every case fails with the reason; `matrix` shows it as a column
+    /// that could not run.
+    pub not_ready: Option<String>,
 }
 
 impl Resolved {
@@ -48,6 +52,7 @@ impl Resolved {
         Resolved {
             backend,
             at_level: None,
+            not_ready: None,
         }
     }
 
@@ -66,6 +71,7 @@ impl Resolved {
                     make(level)
                 }
             })),
+            not_ready: None,
         }
     }
 }
@@ -185,8 +191,13 @@ fn process(
         options.startup_timeout = timeout;
     }
     let process = Arc::new(ProcessBackend::start(options)?);
+    let not_ready = process
+        .hello_error()
+        .map(|e| format!("its server gave no usable hello: {e}"));
     if process.feature_levels().is_empty() {
-        return Ok(Resolved::single(process));
+        let mut resolved = Resolved::single(process);
+        resolved.not_ready = not_ready;
+        return Ok(resolved);
     }
     // The server offers levels: one process, a device at each level it offers.
     let at = {
@@ -202,7 +213,9 @@ fn process(
         Some(level) => at(level),
         None => process,
     };
-    Ok(Resolved::per_level(backend, at))
+    let mut resolved = Resolved::per_level(backend, at);
+    resolved.not_ready = not_ready;
+    Ok(resolved)
 }
 
 /// The command that serves the CPU backend: this very program's hidden `serve-cpu`.
@@ -352,6 +365,22 @@ fn directml_names_in(stack: &Path) -> Vec<(String, String)> {
     names
 }
 
+/// `directml_ready` for the installed binary: each version set up in the stack, when its
+/// start script is there too.
+pub fn ready_directml_names() -> Vec<String> {
+    ready_directml_in(&directml_stack_dir())
+}
+
+fn ready_directml_in(stack: &Path) -> Vec<String> {
+    if !stack.join("run-server.sh").is_file() {
+        return Vec::new();
+    }
+    directml_versions(stack)
+        .into_iter()
+        .map(|(version, _)| format!("directml@{version}"))
+        .collect()
+}
+
 /// `directml` for the installed binary: finds the version's folder in the stack.
 pub fn find_directml_stack(name: &str) -> Option<Result<String, String>> {
     find_directml_in(&directml_stack_dir(), name)
@@ -415,6 +444,8 @@ mod tests {
         std::fs::create_dir_all(stack.join("1.12.1")).unwrap();
         std::fs::create_dir_all(stack.join("wineprefix")).unwrap();
         assert_eq!(find_directml_in(&stack, "cpu"), None);
+        // Versions without the start script are not ready.
+        assert!(ready_directml_in(&stack).is_empty());
         let missing = find_directml_in(&stack, "directml").unwrap().unwrap_err();
         assert!(missing.starts_with("no DirectML stack at "), "{missing}");
         std::fs::write(stack.join("run-server.sh"), "").unwrap();
@@ -436,6 +467,10 @@ mod tests {
                  directml setup 1.12.1` in the checkout adds it",
                 stack.display()
             ))
+        );
+        assert_eq!(
+            ready_directml_in(&stack),
+            ["directml@1.9.0", "directml@1.10.1", "directml@1.15.4"]
         );
         let names: Vec<String> = directml_names_in(&stack)
             .into_iter()

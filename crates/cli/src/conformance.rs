@@ -1,13 +1,15 @@
 //! `conformance`: options, progress, summary and reports around the harness's runner.
 
-use crate::backends::{BackendRequest, Resolver, resolve};
+use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
 use crate::{Host, parse_feature_level, parse_seconds};
 use clap::Args;
 use dmlcts_harness::report::{
     Expectations, RunInfo, Summary, json_report, junit_report, load_error_result,
 };
-use dmlcts_harness::{Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case};
-use dmlcts_tensor::FeatureLevel;
+use dmlcts_harness::{
+    Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case, shell_word,
+};
+use dmlcts_tensor::{FeatureLevel, ValidationProfile};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -148,78 +150,32 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         },
         None => None,
     };
-    let backend = resolved.backend.clone();
-    let strict = if args.strict_level { " (strict)" } else { "" };
-    let (level_text, mut devices) = match (args.feature_level, resolved.at_level) {
-        (Some(level), _) => (
-            format!("feature level {level}{strict}"),
-            Devices::pinned(backend.clone(), level, args.strict_level),
-        ),
-        (None, Some(at_level)) => (
-            "each case at its own feature level".to_string(),
-            Devices::per_case(at_level, args.strict_level),
-        ),
-        (None, None) => {
-            let only = backend.clone();
-            (
-                format!(
-                    "feature level {}{strict} (the only level it offers)",
-                    backend.feature_level()
-                ),
-                Devices::per_case(Box::new(move |_| only.clone()), args.strict_level),
-            )
-        }
-    };
-    let mut info = RunInfo {
-        backend: backend.name(),
-        device: backend.device(),
-        feature_level: match args.feature_level {
-            Some(level) => level.to_string(),
-            None if level_text.starts_with("each") => "each case's own".to_string(),
-            None => backend.feature_level().to_string(),
-        },
-        strict_level: args.strict_level,
-        validation_profile: backend.validation_profile().name(),
-        ..RunInfo::default()
-    };
-    // The expectations file's `not_enforced` entries for this backend add to its profile.
-    let not_enforced: Vec<String> = expectations
-        .iter()
-        .flat_map(|e| &e.not_enforced)
-        .filter(|n| n.applies(&info.backend, &info.device))
-        .flat_map(|n| n.rules.iter().cloned())
-        .collect();
-    let profile = backend.validation_profile().without(&not_enforced);
-    info.validation_profile = profile.name();
-    let profile_text = match profile {
-        dmlcts_tensor::ValidationProfile::Strict => String::new(),
-        _ => format!(", validation profile {}", info.validation_profile),
-    };
+    let mut run = prepare(
+        resolved,
+        args.feature_level,
+        args.strict_level,
+        expectations.as_ref(),
+    );
+    let info = &run.info;
     crate::say!(
-        "dmlcts conformance: backend {} ({}), {level_text}{profile_text}, {} cases",
+        "dmlcts conformance: backend {} ({}), {}{}, {} cases",
         info.backend,
         if info.device.is_empty() {
             "no device description"
         } else {
             &info.device
         },
+        run.level_text,
+        run.profile_text(),
         cases.len()
     );
 
-    let started = Instant::now();
     let mut results: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
     for result in &results {
         crate::say!("{}", result.failure_report());
     }
     let mut progress = Progress::new(cases.len());
-    let mut skip_check = SkipCheck::default();
-    for case in &cases {
-        let (device, mut options) = devices.for_case(case);
-        options.program = Some(host_program.to_string());
-        options.not_enforced = not_enforced.clone();
-        let result = run_case(device.as_ref(), case, &options);
-        let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
-        skip_check.record(device.as_ref(), case, &options, skipped);
+    let skip_check = run.run(&cases, host_program, &backend_name, &mut |result| {
         if result.status == Status::Failed {
             progress.clear();
             crate::say!("{}", result.failure_report());
@@ -238,16 +194,26 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
                 crate::say!("    note: {note}");
             }
         }
-        progress.update(&result);
-        results.push(result);
-    }
+        progress.update(result);
+        results.push(result.clone());
+    });
     progress.clear();
-    // Making a device at a new level is start-up too (a GPU device, a Python import).
-    info.startup = resolve_time + devices.startup();
-    info.cases_time = started.elapsed().saturating_sub(devices.startup());
+    let mut info = run.info;
+    info.startup += resolve_time;
 
     if let Some(expectations) = &expectations {
-        let stale = expectations.apply(&info.backend, &info.device, &mut results);
+        let file = args
+            .expectations
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""));
+        let stale = apply_expectations(
+            expectations,
+            file,
+            &info,
+            host_program,
+            &backend_name,
+            &mut results,
+        );
         for result in results.iter().filter(|r| r.reason == "unexpected pass") {
             crate::say!("{}", result.failure_report());
         }
@@ -297,6 +263,144 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     }
     crate::say!("{}", summary.line());
     status
+}
+
+/// A resolved backend ready to run cases: its devices (one per level, or pinned) and what
+/// the reports say about the run. `conformance` and `matrix` both run backends through it.
+pub struct PreparedRun {
+    devices: Devices<'static>,
+    pub info: RunInfo,
+    /// How the cases' levels are chosen, in words.
+    pub level_text: String,
+    /// The expectations file's `not_enforced` rules for this backend (added to its profile).
+    pub not_enforced: Vec<String>,
+    /// The validation profile the run holds the backend to.
+    pub profile: ValidationProfile,
+}
+
+/// Chooses the devices for a resolved backend: pinned at `feature_level`, a device at each
+/// case's own level where the backend can act at several, or the backend's only level; and
+/// its validation profile, with the expectations file's `not_enforced` rules for it.
+pub fn prepare(
+    resolved: Resolved,
+    feature_level: Option<FeatureLevel>,
+    strict_level: bool,
+    expectations: Option<&Expectations>,
+) -> PreparedRun {
+    let backend = resolved.backend.clone();
+    let strict = if strict_level { " (strict)" } else { "" };
+    let (level_text, devices) = match (feature_level, resolved.at_level) {
+        (Some(level), _) => (
+            format!("feature level {level}{strict}"),
+            Devices::pinned(backend.clone(), level, strict_level),
+        ),
+        (None, Some(at_level)) => (
+            "each case at its own feature level".to_string(),
+            Devices::per_case(at_level, strict_level),
+        ),
+        (None, None) => {
+            let only = backend.clone();
+            (
+                format!(
+                    "feature level {}{strict} (the only level it offers)",
+                    backend.feature_level()
+                ),
+                Devices::per_case(Box::new(move |_| only.clone()), strict_level),
+            )
+        }
+    };
+    let mut info = RunInfo {
+        backend: backend.name(),
+        device: backend.device(),
+        feature_level: match feature_level {
+            Some(level) => level.to_string(),
+            None if level_text.starts_with("each") => "each case's own".to_string(),
+            None => backend.feature_level().to_string(),
+        },
+        strict_level,
+        ..RunInfo::default()
+    };
+    // The expectations file's `not_enforced` entries for this backend add to its profile.
+    let not_enforced: Vec<String> = expectations
+        .iter()
+        .flat_map(|e| &e.not_enforced)
+        .filter(|n| n.applies(&info.backend, &info.device))
+        .flat_map(|n| n.rules.iter().cloned())
+        .collect();
+    let profile = backend.validation_profile().without(&not_enforced);
+    info.validation_profile = profile.name();
+    PreparedRun {
+        devices,
+        info,
+        level_text,
+        not_enforced,
+        profile,
+    }
+}
+
+impl PreparedRun {
+    /// `, validation profile P` for a backend that is not strict; empty for a strict one.
+    pub fn profile_text(&self) -> String {
+        match self.profile {
+            ValidationProfile::Strict => String::new(),
+            _ => format!(", validation profile {}", self.info.validation_profile),
+        }
+    }
+
+    /// Runs every case through `run_case` on its device, in order, handing each result to
+    /// `on_result`; fills in the start-up (making devices) and case times. Replay commands
+    /// start with `program` and name the backend as `backend_name` (what `--backend` said).
+    pub fn run(
+        &mut self,
+        cases: &[Case],
+        program: &str,
+        backend_name: &str,
+        on_result: &mut dyn FnMut(&CaseResult),
+    ) -> SkipCheck {
+        let started = Instant::now();
+        let mut skip_check = SkipCheck::default();
+        for case in cases {
+            let (device, mut options) = self.devices.for_case(case);
+            options.program = Some(program.to_string());
+            options.backend_name = Some(backend_name.to_string());
+            options.not_enforced = self.not_enforced.clone();
+            let result = run_case(device.as_ref(), case, &options);
+            let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
+            skip_check.record(device.as_ref(), case, &options, skipped);
+            on_result(&result);
+        }
+        // Making a device at a new level is start-up too (a GPU device, a Python import).
+        self.info.startup = self.devices.startup();
+        self.info.cases_time = started.elapsed().saturating_sub(self.devices.startup());
+        skip_check
+    }
+}
+
+/// Applies an expectations file (`file`, for the replay commands) to a run's results; an
+/// unexpected pass gets a replay command that passes the file again. Returns the entries for
+/// this backend naming no case that ran.
+pub fn apply_expectations(
+    expectations: &Expectations,
+    file: &std::path::Path,
+    info: &RunInfo,
+    program: &str,
+    backend_name: &str,
+    results: &mut [CaseResult],
+) -> Vec<String> {
+    let stale = expectations.apply(&info.backend, &info.device, results);
+    for result in results.iter_mut() {
+        if result.reason == "unexpected pass" && !result.details.contains("  replay: ") {
+            result.details.push_str(&format!(
+                "  replay: {program} conformance --backend {} --cases {} --filter {} --exact \
+                 --expectations {}\n",
+                shell_word(backend_name),
+                shell_word(&result.file),
+                result.name,
+                shell_word(&file.display().to_string())
+            ));
+        }
+    }
+    stale
 }
 
 fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {

@@ -1,4 +1,4 @@
-//! The `dmlcts` command's library: the `conformance`, `fuzz` and `backends` subcommands
+//! The `dmlcts` command's library: the `conformance`, `fuzz`, `matrix` and `backends` subcommands
 //! (clap), the backend resolver (`--backend NAME`), and the conformance run's progress,
 //! summary and reports. The `dmlcts` binary and `cargo xtask` both call [`SuiteCommand::run`],
 //! so every entry point parses, resolves and reports the same way; they differ only in their
@@ -9,6 +9,7 @@ pub mod out;
 pub mod backends;
 pub mod conformance;
 pub mod fuzz;
+pub mod matrix;
 
 use clap::Subcommand;
 use dmlcts_tensor::FeatureLevel;
@@ -18,6 +19,7 @@ use std::time::Duration;
 pub use backends::BackendRequest;
 pub use conformance::ConformanceArgs;
 pub use fuzz::FuzzArgs;
+pub use matrix::MatrixArgs;
 
 /// What differs between running from this repository's checkout (`cargo xtask`) and
 /// running the installed `dmlcts` binary anywhere.
@@ -34,6 +36,9 @@ pub struct Host {
     pub directml: fn(&str) -> Option<Result<String, String>>,
     /// The DirectML backend names this host can start, each with a line about it.
     pub directml_names: fn() -> Vec<(String, String)>,
+    /// The DirectML versions set up here and ready to start (`directml@X.Y.Z` names, oldest
+    /// first), without setting anything up: `matrix`'s default columns.
+    pub directml_ready: fn() -> Vec<String>,
 }
 
 /// The subcommands the `dmlcts` binary and `cargo xtask` share.
@@ -45,6 +50,9 @@ pub enum SuiteCommand {
     Fuzz(FuzzArgs),
     /// List the backends `--backend` can name
     Backends(backends::BackendsArgs),
+    /// The corpus on every backend available here, one column each: reports/matrix.json and
+    /// reports/matrix.html
+    Matrix(MatrixArgs),
     /// Serve the CPU backend over the backend protocol on stdin/stdout (what `--backend
     /// cpu-process` runs)
     #[command(hide = true)]
@@ -58,6 +66,7 @@ impl SuiteCommand {
             SuiteCommand::Conformance(args) => conformance::conformance_main(&args, host),
             SuiteCommand::Fuzz(args) => fuzz::fuzz_main(&args, host),
             SuiteCommand::Backends(args) => backends::backends_main(&args, host),
+            SuiteCommand::Matrix(args) => matrix::matrix_main(&args, host),
             SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
         }
     }

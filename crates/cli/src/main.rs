@@ -2,7 +2,7 @@
 //! corpus is compiled in; run it against your backend from any folder.
 
 use clap::Parser;
-use dmlcts_cli::backends::{find_directml_stack, found_directml_names};
+use dmlcts_cli::backends::{find_directml_stack, found_directml_names, ready_directml_names};
 use dmlcts_cli::{Host, SuiteCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         default_fuzz_out: PathBuf::from("cases").join("regressions"),
         directml: find_directml_stack,
         directml_names: found_directml_names,
+        directml_ready: ready_directml_names,
     };
     ExitCode::from(cli.command.run(&host).clamp(0, 255) as u8)
 }

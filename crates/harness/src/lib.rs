@@ -8,6 +8,7 @@ mod devices;
 pub mod generate;
 pub mod known;
 mod libtest;
+pub mod matrix;
 pub mod report;
 mod runner;
 mod scan;

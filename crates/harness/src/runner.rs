@@ -28,6 +28,9 @@ pub struct RunOptions {
     pub strict_level: bool,
     /// How the replay command starts: `cargo xtask` (the default) or `dmlcts`.
     pub program: Option<String>,
+    /// The `--backend` name the replay command gives, where it is not the backend's own name
+    /// (`directml@1.9.0` makes a backend named `directml`).
+    pub backend_name: Option<String>,
     /// Appended to the replay command (e.g. `--cases path`), when the case file is not
     /// enough to find it.
     pub replay_hint: Option<String>,
@@ -163,7 +166,12 @@ pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) 
     let mut command = format!(
         "{} conformance --backend {} --cases {} --filter {} --exact",
         options.program.as_deref().unwrap_or("cargo xtask"),
-        shell_word(&backend.name()),
+        shell_word(
+            &options
+                .backend_name
+                .clone()
+                .unwrap_or_else(|| backend.name())
+        ),
         shell_word(&case.file),
         case.name
     );

@@ -1,0 +1,388 @@
+//! `matrix`: the corpus on every backend this machine can run (or those named), one column
+//! each, through the same path as `conformance` (`prepare` + `PreparedRun::run`: `Devices` and
+//! `run_case`); writes the harness's matrix as JSON and as a static HTML page.
+
+use crate::backends::{BackendRequest, Resolver, known, resolve};
+use crate::conformance::{apply_expectations, prepare};
+use crate::{Host, parse_feature_level};
+use clap::Args;
+use dmlcts_harness::matrix::{Matrix, MatrixColumn};
+use dmlcts_harness::report::{Expectations, load_error_result};
+use dmlcts_harness::{Case, CaseResult, Corpus, Status, shell_word};
+use dmlcts_tensor::FeatureLevel;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Clone, Debug, Args)]
+pub struct MatrixArgs {
+    /// A backend for a column; repeatable [default: every backend `backends` lists (each
+    /// DirectML version set up here, not plain `directml`; not `process:COMMAND`)]
+    #[arg(long = "backend", value_name = "NAME")]
+    pub backends: Vec<String>,
+    /// Names for out-of-process backends [default: backends.yaml]
+    #[arg(long, value_name = "FILE")]
+    pub backend_config: Option<PathBuf>,
+    /// Longest wait for one reply from an out-of-process backend [default: 10, or the
+    /// backends file's]
+    #[arg(long, value_name = "SECS", value_parser = crate::parse_seconds)]
+    pub process_timeout: Option<std::time::Duration>,
+    /// GPU backends: the adapter whose name, backend or driver contains TEXT
+    #[arg(long, value_name = "TEXT")]
+    pub adapter: Option<String>,
+    /// Case file or folder; repeatable [default: the corpus, embedded]
+    #[arg(long = "cases", value_name = "PATH")]
+    pub cases: Vec<PathBuf>,
+    /// Run the cases whose name contains TEXT; repeatable
+    #[arg(long = "filter", value_name = "TEXT")]
+    pub filters: Vec<String>,
+    /// Pin one level for every backend [default: each case at its own level]
+    #[arg(long, value_name = "X_Y", value_parser = parse_feature_level)]
+    pub feature_level: Option<FeatureLevel>,
+    /// Each backend's known failures: DIR/NAME.yaml where present, NAME being the backend's
+    /// name before any `@` (directml@1.15.4 takes directml.yaml) [default: expectations,
+    /// beside the backends file]
+    #[arg(long, value_name = "DIR")]
+    pub expectations_dir: Option<PathBuf>,
+    /// Use no expectations files
+    #[arg(long, conflicts_with = "expectations_dir")]
+    pub no_expectations: bool,
+    /// Fail when a backend listed by default cannot run here (CI: every backend must)
+    #[arg(long)]
+    pub require_all: bool,
+    /// Where matrix.json and matrix.html go
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub out: PathBuf,
+}
+
+/// A column to make: a `--backend` name, and whether the user named it (a named backend that
+/// cannot run fails the matrix; one found by default is a column saying why).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wanted {
+    pub name: String,
+    pub named: bool,
+    /// Known not to be runnable before trying (e.g. no DirectML version set up): why.
+    pub unavailable: Option<String>,
+}
+
+/// The default columns: every name `backends` lists, with each DirectML version set up here in
+/// place of the DirectML names (or one `directml` column saying none is).
+pub fn default_backends(host: &Host, config: Option<&Path>) -> Vec<Wanted> {
+    let set_up = (host.directml_ready)();
+    let mut wanted = Vec::new();
+    for (name, _) in known(host, config) {
+        if name.starts_with("process:") || name.starts_with("directml") {
+            continue;
+        }
+        wanted.push(Wanted {
+            name: name.clone(),
+            named: false,
+            unavailable: None,
+        });
+        if name == "wgpu" {
+            if set_up.is_empty() {
+                wanted.push(Wanted {
+                    name: "directml".to_string(),
+                    named: false,
+                    unavailable: Some(
+                        "no DirectML version is set up here (`cargo xtask directml setup \
+                         VERSION` in a dmlcts checkout prepares one)"
+                            .to_string(),
+                    ),
+                });
+            }
+            wanted.extend(set_up.iter().map(|name| Wanted {
+                name: name.clone(),
+                named: false,
+                unavailable: None,
+            }));
+        }
+    }
+    wanted
+}
+
+/// Runs the matrix command; returns the process exit status.
+pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
+    let wanted = if args.backends.is_empty() {
+        default_backends(host, args.backend_config.as_deref())
+    } else {
+        (args.backends.iter())
+            .map(|name| Wanted {
+                name: name.clone(),
+                named: true,
+                unavailable: None,
+            })
+            .collect()
+    };
+    let corpus = if args.cases.is_empty() {
+        Corpus::embedded()
+    } else {
+        Corpus::load_paths(&args.cases)
+    };
+    let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
+        (_, true) => None,
+        (Some(dir), false) => Some(dir.clone()),
+        (None, false) => Some(
+            args.backend_config
+                .as_deref()
+                .unwrap_or(&host.default_backends_file)
+                .parent()
+                .map(|p| p.join("expectations"))
+                .unwrap_or_else(|| PathBuf::from("expectations")),
+        ),
+    };
+    let command = std::iter::once(format!("{} matrix", host.program))
+        .chain(std::env::args().skip_while(|a| a != "matrix").skip(1))
+        .map(|w| if w.contains(' ') { shell_word(&w) } else { w })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (matrix, mut status) = matrix_with(
+        args,
+        &command,
+        host.program,
+        &|request| resolve(host, request),
+        &wanted,
+        corpus,
+        expectations_dir.as_deref(),
+    );
+    for (file, text) in [
+        ("matrix.json", matrix.to_json()),
+        ("matrix.html", matrix.to_html()),
+    ] {
+        let path = args.out.join(file);
+        let written = std::fs::create_dir_all(&args.out).and_then(|()| std::fs::write(&path, text));
+        match written {
+            Ok(()) => crate::say!("wrote {}", path.display()),
+            Err(e) => {
+                crate::say_err!("error: cannot write {}: {e}", path.display());
+                status = 2;
+            }
+        }
+    }
+    status
+}
+
+/// The matrix over `corpus` (filtered by `--filter`) with a column for each wanted backend,
+/// made by `resolve` (tests pass their own); `program` starts the replay commands. Returns
+/// the matrix and the exit status (1 when a cell or a column's own check failed, or a named
+/// backend, or with `--require-all` any, could not run).
+pub fn matrix_with(
+    args: &MatrixArgs,
+    command: &str,
+    program: &str,
+    resolve: Resolver<'_>,
+    wanted: &[Wanted],
+    corpus: Corpus,
+    expectations_dir: Option<&Path>,
+) -> (Matrix, i32) {
+    let cases: Vec<Case> = (corpus.cases.into_iter())
+        .filter(|c| args.filters.is_empty() || args.filters.iter().any(|f| c.name.contains(f)))
+        .collect();
+    let load_errors: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
+    crate::say!(
+        "dmlcts matrix: {} cases on {} backends: {}",
+        cases.len(),
+        wanted.len(),
+        wanted
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut matrix = Matrix::new(command, &cases);
+    let mut status = 0;
+    for want in wanted {
+        let mut column = MatrixColumn {
+            backend: want.name.clone(),
+            implementation: want.name.clone(),
+            profile: "strict".to_string(),
+            ..MatrixColumn::default()
+        };
+        let unavailable = |matrix: &mut Matrix, column: MatrixColumn, reason: String| {
+            crate::say!("{}: not available: {reason}", column.backend);
+            matrix.add_unavailable(column, &reason);
+        };
+        if let Some(reason) = &want.unavailable {
+            if want.named || args.require_all {
+                status = 1;
+            }
+            unavailable(&mut matrix, column, reason.clone());
+            continue;
+        }
+        let expectations_file = expectations_dir
+            .map(|dir| dir.join(format!("{}.yaml", base_name(&want.name))))
+            .filter(|path| path.is_file());
+        let expectations = match expectations_file.as_deref().map(Expectations::load) {
+            None => None,
+            Some(Ok(e)) => Some(e),
+            Some(Err(e)) => {
+                status = 1;
+                unavailable(&mut matrix, column, format!("its expectations file: {e}"));
+                continue;
+            }
+        };
+        let request = BackendRequest {
+            name: want.name.clone(),
+            feature_level: args.feature_level,
+            process_timeout: args.process_timeout,
+            backend_config: args.backend_config.clone(),
+            adapter: args.adapter.clone(),
+        };
+        let starting = Instant::now();
+        let resolved = match resolve(&request) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                if want.named || args.require_all {
+                    status = 1;
+                }
+                unavailable(&mut matrix, column, e);
+                continue;
+            }
+        };
+        let resolve_time = starting.elapsed();
+        let backend = resolved.backend.clone();
+        column.implementation = backend.name();
+        column.device = backend.device();
+        let not_ready = resolved
+            .not_ready
+            .clone()
+            .or_else(|| backend.unavailable_reason());
+        if let Some(reason) = not_ready {
+            if want.named || args.require_all {
+                status = 1;
+            }
+            unavailable(&mut matrix, column, reason);
+            continue;
+        }
+        crate::say!("{}: running ({})", want.name, column.device);
+        let mut run = prepare(
+            resolved,
+            args.feature_level,
+            false,
+            expectations.as_ref(),
+        );
+        let mut results = load_errors.clone();
+        let skip_check = run.run(&cases, program, &want.name, &mut |result| {
+            results.push(result.clone())
+        });
+        let mut info = run.info;
+        info.startup += resolve_time;
+        if let (Some(expectations), Some(file)) = (&expectations, &expectations_file) {
+            let stale =
+                apply_expectations(expectations, file, &info, program, &want.name, &mut results);
+            column.notes.extend(
+                stale
+                    .into_iter()
+                    .map(|case| format!("the expectations file names `{case}`, which did not run")),
+            );
+            column.expectations = Some(file.display().to_string());
+        }
+        if let Some(failure) = skip_check.failure(&info.backend) {
+            column.problems.push(failure);
+        }
+        column.feature_level = info.feature_level.clone();
+        column.profile = info.validation_profile.clone();
+        column.startup = info.startup;
+        column.cases_time = info.cases_time;
+        let failures: Vec<&CaseResult> = (results.iter())
+            .filter(|r| r.status == Status::Failed)
+            .collect();
+        for result in failures.iter().take(3) {
+            crate::say!("{}", result.failure_report());
+        }
+        if failures.len() > 3 {
+            crate::say!(
+                "... and {} more failures on {} (reports/matrix.html lists them all)",
+                failures.len() - 3,
+                want.name
+            );
+        }
+        for problem in &column.problems {
+            crate::say!("error: {}: {problem}", want.name);
+        }
+        let name = want.name.clone();
+        let (startup, cases_time) = (column.startup, column.cases_time);
+        matrix.add_column(column, &results);
+        let totals = matrix.totals(matrix.columns.len() - 1);
+        crate::say!(
+            "{name}: {} (start-up {:.2} s, cases {:.2} s)",
+            totals.line(),
+            startup.as_secs_f64(),
+            cases_time.as_secs_f64()
+        );
+    }
+    if matrix.failed() {
+        status = 1;
+    }
+    for (i, column) in matrix.columns.iter().enumerate() {
+        crate::say!(
+            "  {:18} {}",
+            column.backend,
+            match &column.unavailable {
+                Some(reason) => format!("not available: {reason}"),
+                None => matrix.totals(i).line(),
+            }
+        );
+    }
+    (matrix, status)
+}
+
+/// The expectations file's name for a backend: `directml@1.15.4` -> `directml`.
+pub fn base_name(backend: &str) -> &str {
+    backend.split('@').next().unwrap_or(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(ready: fn() -> Vec<String>) -> Host {
+        Host {
+            program: "dmlcts",
+            default_backends_file: PathBuf::from("/nonexistent/backends.yaml"),
+            default_fuzz_out: PathBuf::from("cases/regressions"),
+            directml: |_| None,
+            directml_names: || vec![("directml".to_string(), "DirectML".to_string())],
+            directml_ready: ready,
+        }
+    }
+
+    #[test]
+    fn the_default_columns_are_every_listed_backend_with_each_directml_version_set_up() {
+        let names = |wanted: Vec<Wanted>| -> Vec<(String, bool)> {
+            wanted
+                .into_iter()
+                .map(|w| (w.name, w.unavailable.is_some()))
+                .collect()
+        };
+        let host = host(|| vec!["directml@1.9.0".to_string(), "directml@1.15.4".to_string()]);
+        assert_eq!(
+            names(default_backends(&host, None)),
+            [
+                ("cpu".to_string(), false),
+                ("oracle".to_string(), false),
+                ("wgpu".to_string(), false),
+                ("directml@1.9.0".to_string(), false),
+                ("directml@1.15.4".to_string(), false),
+                ("cpu-process".to_string(), false),
+            ]
+        );
+        // None set up: one column saying so, never a silent gap.
+        let host = super::tests::host(Vec::new);
+        let wanted = default_backends(&host, None);
+        let directml = wanted.iter().find(|w| w.name == "directml").unwrap();
+        assert!(
+            directml
+                .unavailable
+                .as_deref()
+                .unwrap()
+                .starts_with("no DirectML version is set up here"),
+            "{directml:?}"
+        );
+    }
+
+    #[test]
+    fn expectations_files_are_named_by_the_backend_before_its_version() {
+        assert_eq!(base_name("directml@1.15.4"), "directml");
+        assert_eq!(base_name("onnxruntime"), "onnxruntime");
+    }
+}
