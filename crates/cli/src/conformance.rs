@@ -6,9 +6,7 @@ use clap::Args;
 use dmlcts_harness::report::{
     Expectations, RunInfo, Summary, json_report, junit_report, load_error_result,
 };
-use dmlcts_harness::{
-    Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case, shell_word,
-};
+use dmlcts_harness::{Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case, shell_word};
 use dmlcts_tensor::{FeatureLevel, ValidationProfile};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};

@@ -254,12 +254,7 @@ pub fn matrix_with(
             continue;
         }
         crate::say!("{}: running ({})", want.name, column.device);
-        let mut run = prepare(
-            resolved,
-            args.feature_level,
-            false,
-            expectations.as_ref(),
-        );
+        let mut run = prepare(resolved, args.feature_level, false, expectations.as_ref());
         let mut results = load_errors.clone();
         let skip_check = run.run(&cases, program, &want.name, &mut |result| {
             results.push(result.clone())
