@@ -64,8 +64,8 @@ pub const PREDICATES: &[Predicate] = &[Predicate {
     name: "slice1.output_smaller_than_window",
     description: "a Slice1 whose output is smaller than its window in a dimension other \
                   than the outermost, where that dimension and the one just outside it have \
-                  window stride 1 (or a window of size 1) (specs/directml.yaml: \
-                  slice1.output_smaller_than_window)",
+                  window stride 1 (or a window of size 1) \
+                  (docs/findings/directml-slice1-output-smaller-than-window.yaml)",
     holds: slice1_output_smaller_than_window,
 }];
 

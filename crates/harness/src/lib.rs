@@ -5,6 +5,7 @@ mod case;
 pub mod compare;
 pub mod data;
 mod devices;
+pub mod findings;
 pub mod generate;
 pub mod known;
 mod libtest;
