@@ -131,8 +131,12 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         ),
     };
     let command = std::iter::once(format!("{} matrix", host.program))
-        .chain(std::env::args().skip_while(|a| a != "matrix").skip(1))
-        .map(|w| if w.contains(' ') { shell_word(&w) } else { w })
+        .chain(
+            std::env::args()
+                .skip_while(|a| a != "matrix")
+                .skip(1)
+                .map(|w| shell_word(&w)),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     let (matrix, mut status) = matrix_with(
@@ -269,7 +273,12 @@ pub fn matrix_with(
                     .into_iter()
                     .map(|case| format!("the expectations file names `{case}`, which did not run")),
             );
-            column.expectations = Some(file.display().to_string());
+            // As the user would type it: relative to the current folder, where it is inside.
+            let shown = std::env::current_dir()
+                .ok()
+                .and_then(|here| file.strip_prefix(here).ok().map(Path::to_path_buf))
+                .unwrap_or_else(|| file.clone());
+            column.expectations = Some(shown.display().to_string());
         }
         if let Some(failure) = skip_check.failure(&info.backend) {
             column.problems.push(failure);
@@ -329,6 +338,7 @@ pub fn base_name(backend: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dmlcts_harness::matrix::Matrix;
 
     fn host(ready: fn() -> Vec<String>) -> Host {
         Host {
@@ -373,6 +383,56 @@ mod tests {
                 .starts_with("no DirectML version is set up here"),
             "{directml:?}"
         );
+    }
+
+    #[derive(clap::Parser)]
+    struct Words {
+        #[command(flatten)]
+        args: MatrixArgs,
+    }
+
+    /// The doc cases on the oracle and on a backend that cannot start: the exit status.
+    fn status_with(words: &[&str], absent_named: bool) -> (i32, Matrix) {
+        use clap::Parser;
+        let args = Words::parse_from(["matrix", "--filter", "doc."].iter().chain(words)).args;
+        let host = host(Vec::new);
+        let wanted = [("oracle", true), ("absent", absent_named)].map(|(name, named)| Wanted {
+            name: name.to_string(),
+            named,
+            unavailable: None,
+        });
+        let (matrix, status) = matrix_with(
+            &args,
+            "test",
+            "dmlcts",
+            &|request| match request.name.as_str() {
+                "absent" => Err("cannot start here".to_string()),
+                _ => resolve(&host, request),
+            },
+            &wanted,
+            Corpus::embedded(),
+            None,
+        );
+        (status, matrix)
+    }
+
+    #[test]
+    fn a_backend_that_cannot_start_is_a_column_saying_why_and_fails_only_when_named_or_required() {
+        let (status, matrix) = status_with(&[], false);
+        assert_eq!(status, 0);
+        assert_eq!(matrix.rows.len(), 8);
+        assert_eq!(matrix.totals(0).passed, 8);
+        assert_eq!(
+            matrix.columns[1].unavailable.as_deref(),
+            Some("cannot start here")
+        );
+        assert_eq!(matrix.totals(1).skipped, 8);
+        assert_eq!(
+            matrix.rows[0].cells[1].reason,
+            "backend absent unavailable: cannot start here"
+        );
+        assert_eq!(status_with(&[], true).0, 1);
+        assert_eq!(status_with(&["--require-all"], false).0, 1);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The matrix page in a real browser: a matrix of more than 1,200 rows from real runs (the
-//! oracle and the CPU backend over the corpus and 400 fuzzer-made cases, a CPU backend wrapped
-//! to corrupt some outputs for failing cells, and a backend that cannot start) is written as
-//! HTML and loaded in headless Chromium (Debian's `chromium`); the DOM after the page's script
-//! has run is checked: the script's recount of every column against the totals row, failing
-//! cells' links to their replay commands, hover titles, the groups, and the row filter. A
-//! screenshot is kept in target/matrix-page.png.
+//! oracle and the CPU backend over the corpus and 400 fuzzer-made cases; a values-only CPU
+//! backend wrapped to corrupt some outputs, for failing and informational cells; and a backend
+//! that cannot start) is written as HTML and loaded in headless Chromium (Debian's
+//! `chromium`); the DOM after the page's script has run is checked: the script's recount of
+//! every column against the totals row, failing cells' links to their replay commands, hover
+//! titles, the groups, and the row filters. A screenshot is kept in target/matrix-page.png.
 //!
 //! Without Chromium the test is ignored with the reason, unless DMLCTS_REQUIRE_CHROMIUM=1
 //! (CI installs it and sets that): then it fails.
@@ -448,11 +448,22 @@ fn browser_test(binary: &Path) -> Result<(), Failed> {
         || format!("?show=failing: {failing_rows} rows expected"),
     )?;
     check(
-        filtered.matches("<tr class=\"case np nf\"").count() == failing_rows
-            && filtered.matches("<tr class=\"case np hidden\"").count()
+        filtered.matches("<tr class=\"case np nd nf\"").count() == failing_rows
+            && filtered.matches("<tr class=\"case np nd hidden\"").count()
+                + filtered.matches("<tr class=\"case np hidden\"").count()
                 + filtered.matches("<tr class=\"case hidden\"").count()
                 == matrix.rows.len() - failing_rows,
         || "?show=failing hid the wrong rows".to_string(),
+    )?;
+
+    // Rows with a failing, expected-failure or informational cell (not only skips).
+    let differ = chromium(binary, &["--dump-dom"], &format!("{url}?show=differ"))?;
+    let differing = (matrix.rows.iter())
+        .filter(|r| (r.cells.iter()).any(|c| !matches!(c.status.name(), "passed" | "skipped")))
+        .count();
+    check(
+        differing > failing_rows && differ.contains(&format!("data-visible-rows=\"{differing}\"")),
+        || format!("?show=differ: {differing} rows expected"),
     )?;
 
     // A screenshot, to look at (target/matrix-page.png).

@@ -137,6 +137,7 @@ const SCRIPT: &str = r#"
     var mode = show.value, text = find.value.trim().toLowerCase(), visible = 0;
     rows.forEach(function (row) {
       var keep = (mode === 'all' || (mode === 'nonpass' && row.classList.contains('np')) ||
+                  (mode === 'differ' && row.classList.contains('nd')) ||
                   (mode === 'failing' && row.classList.contains('nf'))) &&
                  (text === '' || row.getAttribute('data-name').toLowerCase().indexOf(text) >= 0);
       row.classList.toggle('hidden', !keep);
@@ -214,6 +215,7 @@ pub fn page(matrix: &Matrix) -> String {
         "<div id=\"controls\"><label>show <select id=\"show\">\
          <option value=\"all\">every row</option>\
          <option value=\"nonpass\">rows with a cell that did not pass</option>\
+         <option value=\"differ\">rows with a failing, expected-failure or informational cell</option>\
          <option value=\"failing\">rows with a failing cell</option></select></label>\
          <input type=\"search\" id=\"find\" placeholder=\"case name contains…\">\
          <button type=\"button\" id=\"collapse\">collapse all groups</button>\
@@ -245,17 +247,20 @@ pub fn page(matrix: &Matrix) -> String {
         } else {
             ""
         };
-        let below = match (&column.unavailable, column.version()) {
-            (Some(_), _) => "not available".to_string(),
-            (None, Some(version)) => version,
-            (None, None) => column.profile.clone(),
+        let below = match &column.unavailable {
+            Some(_) => "<small>not available</small>".to_string(),
+            None => format!(
+                "<small>{}</small><small>{}</small>",
+                escape(&column.version().unwrap_or_default()),
+                escape(&column.profile)
+            ),
         };
+        // A long `name@version` may break before its version.
+        let name = escape(&column.backend).replace('@', "<wbr>@");
         let _ = write!(
             h,
-            "<th class=\"col{class}\" title=\"{}\">{}<small>{}</small></th>",
+            "<th class=\"col{class}\" title=\"{}\">{name}{below}</th>",
             escape(&title),
-            escape(&column.backend),
-            escape(&below)
         );
     }
     let _ = write!(
@@ -315,12 +320,17 @@ pub fn page(matrix: &Matrix) -> String {
         );
         for r in members {
             let row = &matrix.rows[r];
+            // np: a cell did not pass; nd: one failed, failed as expected or was informational
+            // (not only skips); nf: one failed. The filters show rows by these.
             let np = row.cells.iter().any(|c| c.status != Status::Passed);
+            let nd =
+                (row.cells.iter()).any(|c| !matches!(c.status, Status::Passed | Status::Skipped));
             let nf = row.cells.iter().any(|c| c.status == Status::Failed);
-            let class = match (np, nf) {
-                (_, true) => "case np nf",
-                (true, false) => "case np",
-                (false, false) => "case",
+            let class = match (np, nd, nf) {
+                (_, _, true) => "case np nd nf",
+                (true, true, false) => "case np nd",
+                (true, false, false) => "case np",
+                (false, _, false) => "case",
             };
             let level = match &row.feature_level {
                 Some(level) => format!(", level {level}"),
