@@ -79,11 +79,16 @@ pub fn campaign_command(
 }
 
 /// Writes the bucket's minimal case to `out_dir/<signature>.yaml` (again, with the final
-/// count, at the end of the campaign) and sets `saved` and `replay`.
+/// count, at the end of the campaign) and sets `saved` and `replay`. Informational buckets
+/// are not failures and are not saved (a values-only backend would otherwise leave one
+/// must-reject case per rule in cases/regressions/, the corpus's own folder).
 pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
     let Some(out_dir) = &options.out_dir else {
         return;
     };
+    if matches!(bucket.status, BucketStatus::Informational { .. }) {
+        return;
+    }
     let mut case = bucket.case.clone();
     case.name = format!("regression.{}.{}", slug(&options.backend_name), bucket.id);
     case.file = String::new();
@@ -114,9 +119,7 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
         }
         BucketStatus::New => "NEW".to_string(),
         BucketStatus::Known { name, reason } => format!("known ({name}: {reason})"),
-        BucketStatus::Informational { reason } => {
-            format!("informational, not enforced by design ({reason})")
-        }
+        BucketStatus::Informational { reason } => format!("informational ({reason})"),
     };
     let header = format!(
         "# Saved by `cargo xtask fuzz`: the minimal case of bucket {}\n\
