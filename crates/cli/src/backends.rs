@@ -301,7 +301,12 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
         if request.process_timeout.is_none() {
             request.process_timeout = named.timeout_seconds.map(Duration::from_secs_f64);
         }
-        let dir = path.parent().map(Path::to_path_buf);
+        // `backends.yaml` (the installed command's default) has the parent "", which no
+        // process can start in: that is the current folder.
+        let dir = path
+            .parent()
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map(Path::to_path_buf);
         let startup = named.startup_timeout_seconds.map(Duration::from_secs_f64);
         return process(&named.command, &request.name, &request, dir, startup)
             .map_err(|e| format!("{e}\n(the command comes from {})", path.display()));

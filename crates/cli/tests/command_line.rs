@@ -217,3 +217,30 @@ fn a_backend_at_one_level_reports_its_level_bound_skips_in_one_line() {
         .expect("a 4_1 line");
     assert!(level_4_1.ends_with(", 0 failed, 0 skipped"), "{level_4_1}");
 }
+
+#[test]
+fn a_name_from_the_backends_file_in_the_current_folder_starts_there() {
+    // The installed command's default is `backends.yaml`, a relative path whose folder is "".
+    let dir = std::env::temp_dir().join(format!("dmlcts-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("backends.yaml"),
+        format!(
+            "backends:\n  here:\n    command: {} serve-cpu\n",
+            env!("CARGO_BIN_EXE_dmlcts")
+        ),
+    )
+    .unwrap();
+    for extra in [&[][..], &["--backend-config", "backends.yaml"][..]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_dmlcts"))
+            .args(["conformance", "--backend", "here", "--filter", "doc."])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .expect("run dmlcts");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        assert_eq!(stdout.lines().last(), Some("8 passed, 0 failed, 0 skipped"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
