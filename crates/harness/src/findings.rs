@@ -142,10 +142,6 @@ impl Finding {
         if self.summary.trim().is_empty() {
             return fail("summary: say what happens and why it is classified so".to_string());
         }
-        if let Some(expectation) = &self.expectation {
-            crate::report::Expectations::load(&root.join(expectation))
-                .map_err(|e| format!("{file}: expectation: {e}"))?;
-        }
         if !self.corpus_cases.is_empty() {
             let corpus = Corpus::embedded();
             if let Some(missing) = self
@@ -154,6 +150,22 @@ impl Finding {
                 .find(|name| !corpus.cases.iter().any(|c| &c.name == *name))
             {
                 return fail(format!("corpus_cases: no corpus case `{missing}`"));
+            }
+        }
+        if let Some(expectation) = &self.expectation {
+            let expectations = crate::report::Expectations::load(&root.join(expectation))
+                .map_err(|e| format!("{file}: expectation: {e}"))?;
+            // The corpus cases that show it are the file's expected failures for this
+            // implementation, so the runner knows them.
+            if let Some(unlisted) = self.corpus_cases.iter().find(|name| {
+                !expectations.expected_failures.iter().any(|e| {
+                    e.case == **name && (e.backend == self.implementation || e.backend == "*")
+                })
+            }) {
+                return fail(format!(
+                    "corpus_cases: `{unlisted}` is not an expected failure of {} in {expectation}",
+                    self.implementation
+                ));
             }
         }
         let case = self.load_case(file)?;

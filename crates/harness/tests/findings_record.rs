@@ -106,6 +106,18 @@ fn a_finding_that_says_what_the_oracle_says_or_breaks_the_format_is_refused_with
     assert!(check(&bad).contains("corpus_cases: no corpus case `nosuch."));
     let bad = original.replace("input_window_sizes: [2, 4]", "input_window_sizes: [2, 5]");
     assert!(check(&bad).contains("no feature level gives the stated expectation; at 6_4 the oracle rejects it with [slice1.window_inside_input]"), "{}", check(&bad));
+    let bad = original.replace(
+        "corpus_cases: [edge.slice1.output_smaller_than_window_on_inner_axis, ",
+        "corpus_cases: [edge.slice1.overlapping_input_rows, ",
+    );
+    assert!(
+        check(&bad).ends_with(
+            "corpus_cases: `edge.slice1.overlapping_input_rows` is not an expected failure of \
+             directml in expectations/directml.yaml"
+        ),
+        "{}",
+        check(&bad)
+    );
     let bad = original.replace("title:", "headline:");
     assert!(
         check(&bad).contains("unknown field `headline`"),
