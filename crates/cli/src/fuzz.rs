@@ -149,6 +149,8 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
     let jobs = usize::from(args.jobs);
     // One instance per job: out-of-process backends start one process each.
     let mut instances: Vec<std::sync::Arc<dyn Backend>> = Vec::with_capacity(jobs);
+    // Starting them (processes, a Python import, a GPU device) is timed apart from the cases.
+    let starting = Instant::now();
     for _ in 0..jobs {
         match resolve(host, &request) {
             Ok(resolved) => instances.push(resolved.backend),
@@ -158,6 +160,7 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
             }
         }
     }
+    let startup = starting.elapsed();
     if let Some(reason) = instances[0].unavailable_reason() {
         crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
         return 2;
@@ -202,7 +205,8 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         },
     );
     crate::say!(
-        "fuzz: {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        "fuzz: backend start-up {:.3} s; {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        startup.as_secs_f64(),
         outcome.cases_run,
         outcome.elapsed.as_secs_f64(),
         outcome.rate(),
@@ -235,7 +239,11 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
     }
     crate::say!("\nfuzz: {}", outcome.summary_line());
     if let Some(path) = &args.json {
-        let text = json_report(&options, &outcome, &command);
+        let mut text = json_report(&options, &outcome, &command);
+        if let Ok(mut report) = serde_json::from_str::<serde_json::Value>(&text) {
+            report["startup_s"] = serde_json::json!(startup.as_secs_f64());
+            text = serde_json::to_string_pretty(&report).unwrap_or(text);
+        }
         if let Err(e) = std::fs::write(path, text) {
             crate::say_err!("error: --json {}: {e}", path.display());
             return 2;

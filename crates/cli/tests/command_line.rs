@@ -244,3 +244,37 @@ fn a_name_from_the_backends_file_in_the_current_folder_starts_there() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_slow_starting_servers_start_up_is_counted_apart_from_the_cases_time() {
+    let server = format!(
+        "process:sleep 1; exec {} serve-cpu",
+        env!("CARGO_BIN_EXE_dmlcts")
+    );
+    let json = std::env::temp_dir().join(format!("dmlcts-slow-{}.json", std::process::id()));
+    let out = dmlcts(&[
+        "conformance",
+        "--backend",
+        &server,
+        "--filter",
+        "doc.",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let startup = report["summary"]["startup_s"].as_f64().unwrap();
+    let cases = report["summary"]["cases_s"].as_f64().unwrap();
+    assert!(startup >= 1.0, "{startup}");
+    assert!(cases < 1.0, "{cases}");
+    assert!(
+        stdout.contains(&format!(
+            "backend start-up {startup:.3} s; 8 cases ran in {cases:.3} s"
+        )),
+        "{stdout}"
+    );
+}

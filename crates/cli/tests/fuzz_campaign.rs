@@ -56,6 +56,40 @@ fn a_sharded_two_job_campaign_writes_its_report_with_the_replay_command() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[cfg(unix)]
+#[test]
+fn a_slow_starting_backends_start_up_is_reported_apart_from_the_cases() {
+    let dir = std::env::temp_dir().join(format!("dmlcts-cli-slow-{}", std::process::id()));
+    let json = dir.join("campaign.json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let server = format!(
+        "process:sleep 1; exec {} serve-cpu",
+        env!("CARGO_BIN_EXE_dmlcts")
+    );
+    let out = dmlcts(&[
+        "fuzz",
+        "--backend",
+        &server,
+        "--cases",
+        "50",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let startup = report["startup_s"].as_f64().unwrap();
+    assert!((1.0..10.0).contains(&startup), "{startup}");
+    assert!(
+        stdout.contains(&format!(
+            "fuzz: backend start-up {startup:.3} s; 50 cases in "
+        )),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_shard_outside_its_count_and_zero_jobs_are_refused() {
     let out = dmlcts(&["fuzz", "--shard", "3/3"]);
