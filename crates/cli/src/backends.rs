@@ -4,6 +4,7 @@
 use crate::Host;
 use clap::Args;
 use dmlcts_backend_cpu::CpuBackend;
+use dmlcts_backend_tract::TractBackend;
 use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
 use dmlcts_harness::DeviceFactory;
 use dmlcts_harness::shell_word;
@@ -89,6 +90,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     (
         "cpu-process",
         "the CPU backend out of process, through the backend protocol",
+    ),
+    (
+        "tract",
+        "tract (tract-core from crates.io) in process: Slice, StridedSlice and Concat models",
     ),
     (
         "process:COMMAND",
@@ -270,6 +275,7 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
             let command = cpu_server_command(level)?;
             return process(&command, "cpu-process", request, None, None);
         }
+        "tract" => return Ok(Resolved::single(Arc::new(TractBackend::new()))),
         _ => {}
     }
     // `directml` (the newest pinned DirectML.dll) or `directml@VERSION`.

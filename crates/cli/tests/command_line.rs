@@ -84,7 +84,7 @@ fn an_unknown_backend_lists_the_known_ones() {
     assert_eq!(
         text(&out.stderr),
         "error: --backend nosuch: unknown backend `nosuch`; known: cpu, oracle, wgpu, directml, \
-         cpu-process, process:COMMAND\n"
+         cpu-process, tract, process:COMMAND\n"
     );
 }
 

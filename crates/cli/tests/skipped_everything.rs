@@ -6,10 +6,10 @@ use clap::Parser;
 use dmlcts_cli::ConformanceArgs;
 use dmlcts_cli::backends::Resolved;
 use dmlcts_cli::conformance::conformance_with;
-use dmlcts_harness::{Corpus, RunOptions, SkipCheck, libtest_run, run_case};
+use dmlcts_harness::{Corpus, RunOptions, SkipCheck, corpus_trials, libtest_run, run_case};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
-    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OperatorKind,
 };
 use libtest_mimic::Arguments;
 use std::sync::Arc;
@@ -117,4 +117,67 @@ fn cases_outside_the_running_level_do_not_count() {
         check.record(backend.as_ref(), case, &options, Some(&result.reason));
     }
     assert_eq!(check.failure("claims-nothing"), None);
+}
+
+/// The oracle, answering Unsupported for the operators in `kinds` (known only at compile).
+struct UnsupportedFor {
+    oracle: OracleBackend,
+    kinds: Vec<OperatorKind>,
+}
+
+impl Backend for UnsupportedFor {
+    fn name(&self) -> String {
+        "unsupported-for".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        if self.kinds.contains(&op.kind()) {
+            return Err(CompileError::Unsupported(format!("no {} here", op.kind())));
+        }
+        self.oracle.compile(op)
+    }
+}
+
+fn unsupported_for(kinds: &[OperatorKind]) -> Box<dyn Backend> {
+    Box::new(UnsupportedFor {
+        oracle: OracleBackend::new(FeatureLevel::L4_1),
+        kinds: kinds.to_vec(),
+    })
+}
+
+#[test]
+fn a_libtest_skip_found_at_run_time_is_ignored_never_passed_nor_failed() {
+    // doc.: 2 Slice1 cases, 6 others.
+    let args = Arguments::from_iter(["corpus", "--quiet", "--test-threads", "1", "doc."]);
+    let conclusion = libtest_mimic::run(
+        &args,
+        corpus_trials(&|_| unsupported_for(&[OperatorKind::Slice1])),
+    );
+    assert_eq!(
+        (
+            conclusion.num_passed,
+            conclusion.num_ignored,
+            conclusion.num_failed
+        ),
+        (6, 2, 0)
+    );
+    assert_eq!(
+        libtest_run(&args, &|_| unsupported_for(&[OperatorKind::Slice1])),
+        Ok(())
+    );
+}
+
+#[test]
+fn a_libtest_run_where_every_case_is_unsupported_at_run_time_fails() {
+    let args = Arguments::from_iter(["corpus", "--quiet", "--test-threads", "1", "doc.slice1"]);
+    assert_eq!(
+        libtest_run(&args, &|_| unsupported_for(&[OperatorKind::Slice1])),
+        Err(
+            "backend unsupported-for is available but skipped all 2 cases it could run \
+             (2 of them: backend unsupported-for: no slice1 here); a run that tests nothing fails"
+                .to_string()
+        )
+    );
 }

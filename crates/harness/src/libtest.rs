@@ -14,8 +14,8 @@ use crate::devices::Devices;
 use crate::report::load_error_result;
 use crate::runner::{SkipCheck, Status, run_case, skip_reason};
 use dmlcts_tensor::{Backend, FeatureLevel};
-use libtest_mimic::{Arguments, Failed, Trial};
-use std::sync::Arc;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use std::sync::{Arc, Mutex};
 
 /// Runs the embedded corpus (plus the files or folders in `DMLCTS_CASES`, separated by
 /// the platform's path separator) as libtest tests, and exits.
@@ -47,7 +47,10 @@ pub fn libtest_run(
     if conclusion.has_failed() {
         return Err(format!("{} test(s) failed", conclusion.num_failed));
     }
-    match check.failure(&backend_name) {
+    let failure = check
+        .lock()
+        .map_or(None, |check| check.failure(&backend_name));
+    match failure {
         Some(failure) if !args.list => Err(failure),
         _ => Ok(()),
     }
@@ -58,11 +61,12 @@ pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) ->
     trials_and_skip_check(make_backend, &Arguments::default()).0
 }
 
-/// The trials, and what the backend skips among those `args` selects.
+/// The trials, and what the backend skips among those `args` selects (the trials add the
+/// skips they find at run time).
 fn trials_and_skip_check(
     make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
     args: &Arguments,
-) -> (Vec<Trial>, SkipCheck, String) {
+) -> (Vec<Trial>, Arc<Mutex<SkipCheck>>, String) {
     let mut corpus = Corpus::embedded();
     if let Some(extra) = std::env::var_os("DMLCTS_CASES") {
         let paths: Vec<_> = std::env::split_paths(&extra).collect();
@@ -72,7 +76,7 @@ fn trials_and_skip_check(
     }
     let mut devices = Devices::per_case(Box::new(|level| Arc::from(make_backend(level))), false);
     let mut trials = Vec::new();
-    let mut check = SkipCheck::default();
+    let check = Arc::new(Mutex::new(SkipCheck::default()));
     let mut backend_name = String::new();
     for error in &corpus.errors {
         let result = load_error_result(error);
@@ -88,19 +92,27 @@ fn trials_and_skip_check(
         let name = case.name.clone();
         let skip = skip_reason(backend.as_ref(), &case, &options);
         let recorded = (case.clone(), options.clone(), skip.clone());
-        let trial = Trial::test(name, {
+        let trial = Trial::ignorable_test(name, {
             let backend = backend.clone();
+            let check = check.clone();
             move || {
                 let result = run_case(backend.as_ref(), &case, &options);
                 match result.status {
-                    Status::Passed | Status::ExpectedFailure | Status::Informational => Ok(()),
+                    Status::Passed | Status::ExpectedFailure | Status::Informational => {
+                        Ok(Completion::Completed)
+                    }
                     Status::Failed => Err(Failed::from(result.failure_report())),
-                    // libtest cannot mark a running test ignored; a skip it could not foresee
-                    // must not read as a pass.
-                    Status::Skipped => Err(Failed::from(format!(
-                        "skipped at run time: {}",
-                        result.reason
-                    ))),
+                    // A skip found only at run time (the backend's compile said Unsupported)
+                    // is ignored with its reason, as a skip known in advance is: never a pass.
+                    Status::Skipped => {
+                        if let Ok(mut check) = check.lock() {
+                            check.skipped_at_run_time(&result.reason);
+                        }
+                        Ok(Completion::ignored_with(format!(
+                            "skipped at run time: {}",
+                            result.reason
+                        )))
+                    }
                 }
             }
         })
@@ -108,7 +120,9 @@ fn trials_and_skip_check(
         .with_ignored_flag(skip.is_some());
         if !args.is_filtered_out(&trial) {
             let (case, options, skip) = recorded;
-            check.record(backend.as_ref(), &case, &options, skip.as_deref());
+            if let Ok(mut check) = check.lock() {
+                check.record(backend.as_ref(), &case, &options, skip.as_deref());
+            }
             if backend_name.is_empty() {
                 backend_name = backend.name();
             }

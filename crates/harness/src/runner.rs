@@ -516,6 +516,12 @@ impl SkipCheck {
         }
     }
 
+    /// A case recorded as run that the backend then skipped (its compile said Unsupported).
+    pub fn skipped_at_run_time(&mut self, reason: &str) {
+        self.ran = self.ran.saturating_sub(1);
+        *self.skipped.entry(reason.to_string()).or_default() += 1;
+    }
+
     /// The run's failure, when the backend skipped every case it could have run.
     pub fn failure(&self, backend_name: &str) -> Option<String> {
         if self.ran > 0 {
