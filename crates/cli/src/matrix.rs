@@ -369,6 +369,7 @@ mod tests {
                 ("directml@1.9.0".to_string(), false),
                 ("directml@1.15.4".to_string(), false),
                 ("cpu-process".to_string(), false),
+                ("tract".to_string(), false),
             ]
         );
         // None set up: one column saying so, never a silent gap.

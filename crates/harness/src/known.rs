@@ -60,14 +60,28 @@ pub struct Predicate {
 }
 
 /// Every predicate an expectations file may name.
-pub const PREDICATES: &[Predicate] = &[Predicate {
-    name: "slice1.output_smaller_than_window",
-    description: "a Slice1 whose output is smaller than its window in a dimension other \
+pub const PREDICATES: &[Predicate] = &[
+    Predicate {
+        name: "slice1.output_smaller_than_window",
+        description: "a Slice1 whose output is smaller than its window in a dimension other \
                   than the outermost, where that dimension and the one just outside it have \
                   window stride 1 (or a window of size 1) \
                   (docs/findings/directml-slice1-output-smaller-than-window.yaml)",
-    holds: slice1_output_smaller_than_window,
-}];
+        holds: slice1_output_smaller_than_window,
+    },
+    Predicate {
+        name: "slice1.zero_window_stride",
+        description: "a Slice1 with a window stride of 0 in some dimension \
+                  (docs/findings/tract-zero-step-panics.yaml)",
+        holds: slice1_zero_window_stride,
+    },
+    Predicate {
+        name: "slice1.empty_output",
+        description: "a Slice1 whose output has a dimension of size 0 \
+                  (docs/findings/tract-empty-slice-optimizer-error.yaml)",
+        holds: slice1_empty_output,
+    },
+];
 
 pub fn predicate(name: &str) -> Option<&'static Predicate> {
     PREDICATES.iter().find(|p| p.name == name)
@@ -89,6 +103,14 @@ fn slice1_output_smaller_than_window(op: &OperatorDesc) -> bool {
         let output = slice.output_tensor.sizes.get(d).copied().unwrap_or(0);
         output < slice.input_window_sizes[d] && unit(d) && unit(d - 1)
     })
+}
+
+fn slice1_zero_window_stride(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Slice1(slice) if slice.input_window_strides.contains(&0))
+}
+
+fn slice1_empty_output(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Slice1(slice) if slice.output_tensor.sizes.contains(&0))
 }
 
 /// Whether an entry keyed by backend, device text and versions applies to this backend.
@@ -191,6 +213,23 @@ mod tests {
         assert!(holds(&slice(&[3, 2, 2], &[-1, 1, 1])));
         assert!(holds(&slice(&[2, 2, 2], &[2, 1, 1])));
         assert!(!holds(&slice(&[2, 1, 4], &[2, 1, 1])));
+    }
+
+    #[test]
+    fn the_zero_stride_and_empty_output_predicates_hold_only_for_slice1_with_them() {
+        let zero_stride = predicate("slice1.zero_window_stride").unwrap().holds;
+        let empty_output = predicate("slice1.empty_output").unwrap().holds;
+        assert!(zero_stride(&slice(&[3, 1, 4], &[1, 0, 1])));
+        assert!(!zero_stride(&slice(&[3, 1, 4], &[1, -1, 1])));
+        assert!(empty_output(&slice(&[3, 0, 4], &[1, 1, 1])));
+        assert!(!empty_output(&slice(&[3, 1, 4], &[1, 0, 1])));
+        let split = OperatorDesc::Split(dmlcts_tensor::SplitDesc {
+            input_tensor: TensorDesc::packed(DataType::Float32, &[2, 0]),
+            output_tensors: vec![TensorDesc::packed(DataType::Float32, &[2, 0])],
+            axis: 0,
+        });
+        assert!(!zero_stride(&split));
+        assert!(!empty_output(&split));
     }
 
     #[test]
