@@ -11,6 +11,7 @@
 mod copy;
 mod plan;
 mod serve;
+pub mod stream;
 
 pub use serve::serve_stdio;
 
