@@ -34,18 +34,34 @@ impl StridedCopy {
     }
 }
 
-/// Runs `copy` for elements of `element_size` bytes.
+/// How contiguous runs are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stores {
+    /// `copy_from_slice` (memcpy) for every run.
+    Cached,
+    /// Non-temporal stores ([`crate::stream`]) for contiguous runs of at least
+    /// `STREAM_MIN_RUN_BYTES`; memcpy for shorter ones.
+    Streaming,
+}
+
+/// Contiguous runs shorter than this are copied with memcpy even when streaming: a few cache
+/// lines gain nothing from going around the cache.
+pub const STREAM_MIN_RUN_BYTES: usize = 4096;
+
+/// Runs `copy` for elements of `element_size` bytes; returns the bytes that went through
+/// non-temporal stores.
 pub fn run_copy(
     copy: &StridedCopy,
     src: &[u8],
     dst: &mut [u8],
     element_size: usize,
-) -> Result<(), String> {
+    stores: Stores,
+) -> Result<usize, String> {
     match element_size {
-        1 => run::<1>(copy, src, dst),
-        2 => run::<2>(copy, src, dst),
-        4 => run::<4>(copy, src, dst),
-        8 => run::<8>(copy, src, dst),
+        1 => run::<1>(copy, src, dst, stores),
+        2 => run::<2>(copy, src, dst, stores),
+        4 => run::<4>(copy, src, dst, stores),
+        8 => run::<8>(copy, src, dst, stores),
         other => Err(format!("unsupported element size {other}")),
     }
 }
@@ -69,7 +85,12 @@ fn range(
     Ok(offset as usize..offset as usize + len)
 }
 
-fn run<const N: usize>(copy: &StridedCopy, src: &[u8], dst: &mut [u8]) -> Result<(), String> {
+fn run<const N: usize>(
+    copy: &StridedCopy,
+    src: &[u8],
+    dst: &mut [u8],
+    stores: Stores,
+) -> Result<usize, String> {
     let n = N as isize;
     let depth = copy.sizes.len();
     let len = copy.sizes[depth - 1];
@@ -79,13 +100,16 @@ fn run<const N: usize>(copy: &StridedCopy, src: &[u8], dst: &mut [u8]) -> Result
     let mut counter = vec![0usize; outer];
     let mut src_offset = copy.src_base * n;
     let mut dst_offset = copy.dst_base * n;
+    let mut streamed = 0;
     loop {
-        copy_run::<N>(src, dst, src_offset, dst_offset, len, src_step, dst_step)?;
+        streamed += copy_run::<N>(
+            src, dst, src_offset, dst_offset, len, src_step, dst_step, stores,
+        )?;
         // Advance the coordinate counter over the outer dimensions, innermost first.
         let mut dim = outer;
         loop {
             if dim == 0 {
-                return Ok(());
+                return Ok(streamed);
             }
             dim -= 1;
             counter[dim] += 1;
@@ -102,7 +126,8 @@ fn run<const N: usize>(copy: &StridedCopy, src: &[u8], dst: &mut [u8]) -> Result
     }
 }
 
-/// One innermost run of `len` elements.
+/// One innermost run of `len` elements; returns the bytes stored non-temporally.
+#[allow(clippy::too_many_arguments)]
 fn copy_run<const N: usize>(
     src: &[u8],
     dst: &mut [u8],
@@ -111,13 +136,18 @@ fn copy_run<const N: usize>(
     len: usize,
     src_step: isize,
     dst_step: isize,
-) -> Result<(), String> {
+    stores: Stores,
+) -> Result<usize, String> {
     let n = N as isize;
     if dst_step == n && src_step == n {
         let from = range(src_offset, len * N, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
+        if stores == Stores::Streaming && len * N >= STREAM_MIN_RUN_BYTES {
+            crate::stream::copy_nontemporal(&mut dst[to], &src[from]);
+            return Ok(len * N);
+        }
         dst[to].copy_from_slice(&src[from]);
-        return Ok(());
+        return Ok(0);
     }
     if dst_step == n && src_step == -n {
         let first = src_offset - (len as isize - 1) * n;
@@ -129,7 +159,7 @@ fn copy_run<const N: usize>(
         {
             out.copy_from_slice(element);
         }
-        return Ok(());
+        return Ok(0);
     }
     // Any other strides: check both ends of the run once.
     let last_src = src_offset + (len as isize - 1) * src_step;
@@ -170,7 +200,7 @@ fn copy_run<const N: usize>(
         }
         let final_element = range(last_src, N, src.len(), "source")?;
         last.copy_from_slice(&src[final_element]);
-        return Ok(());
+        return Ok(0);
     }
     // Strided destination (holes) or a 0 source step (broadcast): element by element.
     let mut s = src_offset as usize;
@@ -181,7 +211,7 @@ fn copy_run<const N: usize>(
         s = s.wrapping_add_signed(src_step);
         d = d.wrapping_add_signed(dst_step);
     }
-    Ok(())
+    Ok(0)
 }
 
 /// `out[i] = src[2 * i]`, four bytes at a time: the even bytes of a little-endian u64 packed
@@ -231,19 +261,19 @@ mod tests {
         let src: Vec<u8> = (0..8).collect();
         let mut dst = vec![0u8; 4];
         let reverse = StridedCopy::new(&[4], 7, &[-1], 0, &[1]);
-        run_copy(&reverse, &src, &mut dst, 1).unwrap();
+        run_copy(&reverse, &src, &mut dst, 1, Stores::Cached).unwrap();
         assert_eq!(dst, vec![7, 6, 5, 4]);
         let every_other = StridedCopy::new(&[4], 1, &[2], 0, &[1]);
-        run_copy(&every_other, &src, &mut dst, 1).unwrap();
+        run_copy(&every_other, &src, &mut dst, 1, Stores::Cached).unwrap();
         assert_eq!(dst, vec![1, 3, 5, 7]);
         let backwards_by_three = StridedCopy::new(&[3], 7, &[-3], 0, &[1]);
-        run_copy(&backwards_by_three, &src, &mut dst[..3], 1).unwrap();
+        run_copy(&backwards_by_three, &src, &mut dst[..3], 1, Stores::Cached).unwrap();
         assert_eq!(&dst[..3], &[7, 4, 1]);
         let wide = StridedCopy::new(&[2], 1, &[-1], 0, &[1]);
         let mut pair = vec![0u8; 4];
-        run_copy(&wide, &src, &mut pair, 2).unwrap();
+        run_copy(&wide, &src, &mut pair, 2, Stores::Cached).unwrap();
         assert_eq!(pair, vec![2, 3, 0, 1]);
         let too_far = StridedCopy::new(&[4], 2, &[2], 0, &[1]);
-        assert!(run_copy(&too_far, &src, &mut dst, 1).is_err());
+        assert!(run_copy(&too_far, &src, &mut dst, 1, Stores::Cached).is_err());
     }
 }
