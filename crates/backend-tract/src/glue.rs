@@ -147,3 +147,68 @@ pub fn scatter(tensor: &Tensor, desc: &TensorDesc, buffer: &mut [u8]) -> Result<
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmlcts_tensor::DataType;
+
+    fn desc(sizes: &[u32], strides: Option<&[u32]>, total: u64) -> TensorDesc {
+        TensorDesc {
+            data_type: DataType::Uint16,
+            sizes: sizes.to_vec(),
+            strides: strides.map(<[u32]>::to_vec),
+            total_tensor_size_in_bytes: total,
+        }
+    }
+
+    fn u16_bytes(values: &[u16]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn gather_packs_a_padded_and_a_broadcast_layout_in_row_major_order() {
+        // 2 x 3 with rows 4 elements apart: the padding (99) is skipped.
+        let padded = desc(&[2, 3], Some(&[4, 1]), 16);
+        let bytes = u16_bytes(&[1, 2, 3, 99, 4, 5, 6, 99]);
+        let tensor = gather(&padded, &bytes).unwrap();
+        assert_eq!(tensor.shape(), &[2, 3]);
+        assert_eq!(tensor.as_bytes(), u16_bytes(&[1, 2, 3, 4, 5, 6]).as_slice());
+        // A 0 stride reads one element again (a broadcast input); a stride 2 row is gathered
+        // element by element.
+        let broadcast = desc(&[2, 2], Some(&[0, 2]), 8);
+        let tensor = gather(&broadcast, &u16_bytes(&[7, 0, 8, 0])).unwrap();
+        assert_eq!(tensor.as_bytes(), u16_bytes(&[7, 8, 7, 8]).as_slice());
+    }
+
+    #[test]
+    fn scatter_writes_only_the_addressed_elements_of_a_strided_output() {
+        let tensor = gather(&desc(&[2, 2], None, 8), &u16_bytes(&[1, 2, 3, 4])).unwrap();
+        let output = desc(&[2, 2], Some(&[1, 2]), 8);
+        let mut buffer = u16_bytes(&[0xEEEE; 4]);
+        scatter(&tensor, &output, &mut buffer).unwrap();
+        // Column-major: (0, 1) lands at element 2, (1, 0) at element 1.
+        assert_eq!(buffer, u16_bytes(&[1, 3, 2, 4]));
+    }
+
+    #[test]
+    fn elements_outside_the_buffer_are_an_error_not_a_panic() {
+        let too_small = desc(&[2, 3], Some(&[4, 1]), 8);
+        assert_eq!(
+            gather(&too_small, &[0; 8]).unwrap_err(),
+            "an element at byte 8 + 0 * 2 lies outside the 8-byte buffer"
+        );
+        let tensor = gather(&desc(&[2, 3], None, 12), &[0; 12]).unwrap();
+        assert_eq!(
+            scatter(&tensor, &too_small, &mut [0; 8]).unwrap_err(),
+            "an element at byte 8 + 0 * 2 lies outside the 8-byte buffer"
+        );
+        // A tensor of another shape is refused before any byte moves.
+        let mut untouched = [5u8; 12];
+        assert_eq!(
+            scatter(&tensor, &desc(&[3, 2], None, 12), &mut untouched).unwrap_err(),
+            "tract returned U16 [2, 3]; the output is U16 [3, 2]"
+        );
+        assert_eq!(untouched, [5u8; 12]);
+    }
+}

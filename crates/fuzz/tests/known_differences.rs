@@ -196,7 +196,8 @@ fn an_expectations_file_naming_an_unknown_predicate_or_rule_is_refused_with_the_
     let error = Expectations::load(&path).unwrap_err();
     assert!(
         error.ends_with(
-            "known_differences[0] (slice1 window shape): predicate: unknown `slice1.output_smaller`; known: slice1.output_smaller_than_window"
+            "known_differences[0] (slice1 window shape): predicate: unknown `slice1.output_smaller`; known: \
+             slice1.output_smaller_than_window, slice1.zero_window_stride, slice1.empty_output"
         ),
         "{error}"
     );
