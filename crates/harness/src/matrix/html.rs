@@ -72,7 +72,7 @@ table#matrix { border-collapse: separate; border-spacing: 0; }
 #matrix th, #matrix td { border-right: 1px solid #fff; border-bottom: 1px solid #fff; }
 #matrix thead { position: sticky; top: 0; z-index: 3; background: #f7f7f7; }
 #matrix thead th, #matrix thead td { background: #f7f7f7; vertical-align: bottom; padding: 3px 4px; border-bottom: 1px solid #bbb; }
-#matrix thead th.col { min-width: 76px; max-width: 110px; font-weight: 600; text-align: center; word-break: break-word; }
+#matrix thead th.col { min-width: 76px; font-weight: 600; text-align: center; }
 #matrix thead th.col small { display: block; font-weight: 400; color: #555; }
 #matrix thead th.col.unavailable { color: #999; text-decoration: line-through; }
 #matrix thead th.col.problem { color: #b00; }
