@@ -514,3 +514,47 @@ impl Progress {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn an_unexpected_pass_gets_a_replay_command_that_passes_the_expectations_file_again() {
+        let expectations: Expectations = serde_yaml::from_str(
+            "expected_failures:\n  - backend: directml\n    case: doc.split.example1_axis2\n    reason: r\n",
+        )
+        .unwrap();
+        let case = Corpus::embedded()
+            .cases
+            .into_iter()
+            .find(|c| c.name == "doc.split.example1_axis2")
+            .unwrap();
+        let oracle = dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1);
+        let mut results = vec![run_case(&oracle, &case, &Default::default())];
+        let info = RunInfo {
+            backend: "directml".to_string(),
+            ..RunInfo::default()
+        };
+        let stale = apply_expectations(
+            &expectations,
+            Path::new("expectations/directml.yaml"),
+            &info,
+            "dmlcts",
+            "directml@1.9.0",
+            &mut results,
+        );
+        assert!(stale.is_empty());
+        assert_eq!(results[0].status, Status::Failed);
+        assert_eq!(results[0].reason, "unexpected pass");
+        assert!(
+            results[0].details.ends_with(
+                "  replay: dmlcts conformance --backend directml@1.9.0 --cases cases/doc/split.yaml \
+                 --filter doc.split.example1_axis2 --exact --expectations expectations/directml.yaml\n"
+            ),
+            "{}",
+            results[0].details
+        );
+    }
+}

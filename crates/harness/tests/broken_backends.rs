@@ -137,6 +137,29 @@ fn one_wrong_element_is_shown_with_coordinates_values_bits_and_a_diff() {
 }
 
 #[test]
+fn the_replay_command_names_the_backend_as_backend_named_it() {
+    // `--backend directml@1.9.0` makes a backend named `directml`; its replay must say 1.9.0.
+    let options = RunOptions {
+        backend_name: Some("broken@1.9.0".to_string()),
+        program: Some("dmlcts".to_string()),
+        ..RunOptions::default()
+    };
+    let result = run_case(
+        &broken(Fault::WrongElement),
+        &case("doc.split.example1_axis2"),
+        &options,
+    );
+    assert!(
+        result.details.ends_with(
+            "  replay: dmlcts conformance --backend broken@1.9.0 --cases cases/doc/split.yaml \
+             --filter doc.split.example1_axis2 --exact\n"
+        ),
+        "{}",
+        result.details
+    );
+}
+
+#[test]
 fn a_write_past_the_end_is_caught_by_the_guard_band() {
     let result = run(Fault::WritesPastTheEnd, "doc.join.example1_axis3");
     assert_eq!(result.status, Status::Failed);
