@@ -321,18 +321,33 @@ impl Reference {
     }
 }
 
-/// Each reference as a call that copies `source` into its own target (a destination of its
-/// own, as the backend has its own outputs).
+/// A reference copy's source: random bytes like the backend's inputs (pages of one repeated
+/// value may be merged or compressed by a hypervisor, which would make reads cheaper).
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut bytes = vec![0u8; len];
+    fill_random_bits(DataType::Uint8, &mut bytes, seed);
+    bytes
+}
+
+/// Buffers for the reference copies of `len` bytes: a source and a target of its own for
+/// each, as the backend and ndarray have their own inputs and outputs. A source shared by the
+/// references would be read by several of them in a row, from cache after the first.
+fn reference_buffers(references: &[Reference], len: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    (0..references.len())
+        .map(|k| (random_bytes(len, 0x5eed + k as u64), vec![0u8; len]))
+        .collect()
+}
+
+/// Each reference as a call that copies its source into its target.
 fn reference_copies<'a>(
     references: &[Reference],
-    source: &'a [u8],
-    targets: &'a mut [Vec<u8>],
+    buffers: &'a mut [(Vec<u8>, Vec<u8>)],
     threads: usize,
 ) -> Vec<Box<dyn FnMut() + 'a>> {
     references
         .iter()
-        .zip(targets.iter_mut())
-        .map(|(&reference, target)| {
+        .zip(buffers.iter_mut())
+        .map(|(&reference, (source, target))| {
             Box::new(move || {
                 reference.run(target, source, threads);
                 std::hint::black_box(&*target);
@@ -481,9 +496,8 @@ pub fn bench_main(args: &[String]) -> i32 {
     );
     // The machine's copy figures on 64 MiB, the references alone.
     let machine: Vec<(&'static str, (f64, f64, f64))> = {
-        let source = vec![1u8; TOTAL_BYTES];
-        let mut targets: Vec<Vec<u8>> = references.iter().map(|_| vec![0u8; TOTAL_BYTES]).collect();
-        let mut copies = reference_copies(references.as_slice(), &source, &mut targets, threads);
+        let mut buffers = reference_buffers(&references, TOTAL_BYTES);
+        let mut copies = reference_copies(&references, &mut buffers, threads);
         let mut methods: Vec<&mut dyn FnMut()> = copies
             .iter_mut()
             .map(|c| &mut **c as &mut dyn FnMut())
@@ -644,8 +658,7 @@ fn measure(
     let written: usize = outputs.iter().map(Vec::len).sum();
     let bytes_moved = 2 * written;
     let compiled = backend.compile(&op).expect("bench descriptors are valid");
-    let source = vec![1u8; written];
-    let mut targets: Vec<Vec<u8>> = references.iter().map(|_| vec![0u8; written]).collect();
+    let mut buffers = reference_buffers(references, written);
     let (rows, cols) = shape(data_type);
     let (rows, cols) = (rows as usize, cols as usize);
     let nd = |allocating| match data_type.element_size() {
@@ -662,7 +675,7 @@ fn measure(
             .execute(&input_refs, &mut bindings)
             .expect("executes");
     };
-    let mut copies = reference_copies(references, &source, &mut targets, threads);
+    let mut copies = reference_copies(references, &mut buffers, threads);
     let mut ndarray_alloc = nd(true);
     let mut ndarray_assign = nd(false);
     // Rounds interleave all methods, so a slow moment on this shared machine slows all of
@@ -784,15 +797,14 @@ fn scaling(
             let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
             let mut output = vec![0u8; size];
             let compiled = backend.compile(&op).expect("bench descriptors are valid");
-            let source = vec![1u8; size];
-            let mut targets: Vec<Vec<u8>> = references.iter().map(|_| vec![0u8; size]).collect();
+            let mut buffers = reference_buffers(references, size);
             let mut cpu = || {
                 let mut bindings = [OutputBinding::whole(&mut output)];
                 compiled
                     .execute(&input_refs, &mut bindings)
                     .expect("executes");
             };
-            let mut copies = reference_copies(references, &source, &mut targets, threads);
+            let mut copies = reference_copies(references, &mut buffers, threads);
             let mut methods: Vec<&mut dyn FnMut()> = vec![&mut cpu];
             for copy in copies.iter_mut() {
                 methods.push(&mut **copy);
