@@ -27,10 +27,15 @@ use plan::OutputPlan;
 /// (below it, starting a thread costs more than it saves: the bench's scaling table).
 pub const PARALLEL_THRESHOLD_BYTES: usize = 4 << 20;
 
+/// By default, an operator whose outputs total at least this writes their long contiguous
+/// runs with non-temporal stores.
+pub const STREAMING_THRESHOLD_BYTES: usize = plan::STREAM_MIN_OUTPUT_BYTES;
+
 pub struct CpuBackend {
     level: FeatureLevel,
     threads: usize,
     parallel_threshold: usize,
+    streaming_threshold: usize,
 }
 
 impl CpuBackend {
@@ -47,6 +52,7 @@ impl CpuBackend {
             level,
             threads,
             parallel_threshold: PARALLEL_THRESHOLD_BYTES,
+            streaming_threshold: STREAMING_THRESHOLD_BYTES,
         }
     }
 
@@ -59,6 +65,13 @@ impl CpuBackend {
     /// Splits outputs of at least `bytes` across threads (tests use 0 to force it).
     pub fn with_parallel_threshold(mut self, bytes: usize) -> CpuBackend {
         self.parallel_threshold = bytes;
+        self
+    }
+
+    /// Writes the long contiguous runs of outputs that total at least `bytes` with
+    /// non-temporal stores (the corpus target lowers it so that its large tier takes them).
+    pub fn with_streaming_threshold(mut self, bytes: usize) -> CpuBackend {
+        self.streaming_threshold = bytes;
         self
     }
 }
@@ -74,6 +87,7 @@ struct CompiledCpu {
     element_size: usize,
     threads: usize,
     parallel_threshold: usize,
+    streaming_threshold: usize,
 }
 
 impl CompiledOperator for CompiledCpu {
@@ -93,6 +107,7 @@ impl CompiledOperator for CompiledCpu {
             self.element_size,
             self.threads,
             self.parallel_threshold,
+            self.streaming_threshold,
         )?;
         Ok(())
     }
@@ -123,6 +138,7 @@ impl Backend for CpuBackend {
             element_size,
             threads: self.threads,
             parallel_threshold: self.parallel_threshold,
+            streaming_threshold: self.streaming_threshold,
         }))
     }
 }

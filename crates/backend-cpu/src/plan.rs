@@ -8,7 +8,7 @@ use std::sync::Mutex;
 /// Chunks of work per thread when outputs are split across threads.
 const CHUNKS_PER_THREAD: usize = 8;
 
-/// When the outputs of one operator total at least this many bytes, their long contiguous
+/// By default, when the outputs of one operator total at least this many bytes, their long contiguous
 /// runs (`copy::STREAM_MIN_RUN_BYTES`) are written with non-temporal stores: outputs this
 /// large do not stay in this machine's caches anyway, so reading their lines for ownership
 /// first only costs bandwidth (measured with `cargo xtask bench`: README, Performance).
@@ -84,7 +84,8 @@ pub struct RunStats {
 }
 
 /// Writes every output (`outputs[i]` is output i's TotalTensorSizeInBytes bytes) on up to
-/// `threads` threads. Outputs that total less than `parallel_threshold` bytes are written on
+/// `threads` threads, with non-temporal stores for long contiguous runs when they total at
+/// least `streaming_threshold` bytes. Outputs that total less than `parallel_threshold` bytes are written on
 /// the calling thread. Otherwise every output that has a split dimension is cut along it
 /// into chunks (about `CHUNKS_PER_THREAD` per thread over all outputs, each output's share
 /// in proportion to its size), which the threads share out (see below): on a busy machine a
@@ -96,9 +97,10 @@ pub fn run_all(
     element_size: usize,
     threads: usize,
     parallel_threshold: usize,
+    streaming_threshold: usize,
 ) -> Result<RunStats, String> {
     let total: usize = outputs.iter().map(|o| o.len()).sum();
-    let stores = if total >= STREAM_MIN_OUTPUT_BYTES {
+    let stores = if total >= streaming_threshold {
         Stores::Streaming
     } else {
         Stores::Cached
@@ -308,7 +310,16 @@ mod tests {
         let (op, inputs, mut output) = join_axis_0(1024, 4096);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
         let plans = plan(&op);
-        let stats = run_all(&plans, &refs, vec![&mut output], 4, 2, 1 << 20).unwrap();
+        let stats = run_all(
+            &plans,
+            &refs,
+            vec![&mut output],
+            4,
+            2,
+            1 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(
             stats.streamed,
             16 << 20,
@@ -329,7 +340,16 @@ mod tests {
         let mut outputs = vec![vec![0u8; 4 << 20]; 4];
         let plans = plan(&op);
         let bindings: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
-        let stats = run_all(&plans, &[&source], bindings, 4, 2, 1 << 20).unwrap();
+        let stats = run_all(
+            &plans,
+            &[&source],
+            bindings,
+            4,
+            2,
+            1 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(stats.streamed, 16 << 20);
         assert_eq!(stats.tasks, 2 * CHUNKS_PER_THREAD);
         assert_eq!(outputs.concat(), source);
@@ -342,7 +362,16 @@ mod tests {
         assert!(output.len() < STREAM_MIN_OUTPUT_BYTES);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
         let plans = plan(&op);
-        let stats = run_all(&plans, &refs, vec![&mut output], 4, 2, 16 << 20).unwrap();
+        let stats = run_all(
+            &plans,
+            &refs,
+            vec![&mut output],
+            4,
+            2,
+            16 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(
             stats,
             RunStats {
@@ -354,7 +383,16 @@ mod tests {
         // A 4 KiB case: one task, no streaming.
         let (op, inputs, mut output) = join_axis_0(4, 256);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let stats = run_all(&plan(&op), &refs, vec![&mut output], 4, 2, 1 << 20).unwrap();
+        let stats = run_all(
+            &plan(&op),
+            &refs,
+            vec![&mut output],
+            4,
+            2,
+            1 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(
             stats,
             RunStats {
@@ -377,7 +415,16 @@ mod tests {
         let inputs: Vec<Vec<u8>> = (0..4).map(|i| input(i, 4 << 20)).collect();
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
         let mut output = vec![0u8; 16 << 20];
-        let stats = run_all(&plan(&op), &refs, vec![&mut output], 4, 2, 1 << 20).unwrap();
+        let stats = run_all(
+            &plan(&op),
+            &refs,
+            vec![&mut output],
+            4,
+            2,
+            1 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(stats.streamed, 0);
         for row in 0..4096 {
             for (i, part) in inputs.iter().enumerate() {
@@ -395,7 +442,16 @@ mod tests {
             input_window_strides: vec![1, -1],
         });
         let source = input(0, 16 << 20);
-        let stats = run_all(&plan(&op), &[&source], vec![&mut output], 4, 2, 1 << 20).unwrap();
+        let stats = run_all(
+            &plan(&op),
+            &[&source],
+            vec![&mut output],
+            4,
+            2,
+            1 << 20,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap();
         assert_eq!(stats.streamed, 0);
         assert_eq!(&output[..4], &source[4 * 4095..4 * 4096]);
     }
