@@ -21,7 +21,9 @@ use windows::Win32::Graphics::Dxgi::{CreateDXGIFactory1, IDXGIFactory4};
 use windows::Win32::Storage::FileSystem::{
     GetFileVersionInfoSizeW, GetFileVersionInfoW, VS_FIXEDFILEINFO, VerQueryValueW,
 };
-use windows::Win32::System::LibraryLoader::{GetModuleFileNameW, GetProcAddress, LoadLibraryW};
+use windows::Win32::System::LibraryLoader::{
+    GetModuleFileNameW, GetModuleHandleW, GetProcAddress, LoadLibraryW,
+};
 use windows::core::{GUID, HRESULT, IUnknown, Interface, PCSTR, PCWSTR};
 
 /// Descriptors in the one shader-visible heap; every binding table starts at its beginning.
@@ -204,6 +206,30 @@ impl Device {
     }
 }
 
+/// Wine's version when this process runs under Wine, where DXGI names the adapter itself
+/// (a stand-in such as "NVIDIA GeForce GTX 470" for a Vulkan device it does not know), so
+/// that reports say whose name it is. ntdll exports `wine_get_version` under Wine only.
+fn wine_version() -> Option<String> {
+    // SAFETY: GetModuleHandleW with a constant name (ntdll is loaded in every process and never
+    // unloaded); GetProcAddress on that handle; `wine_get_version` takes no arguments and
+    // returns a pointer to a static NUL-terminated string (Wine's ABI, cdecl, which is the one
+    // x64 calling convention), checked for null before it is read.
+    unsafe {
+        let ntdll = GetModuleHandleW(windows::core::w!("ntdll.dll")).ok()?;
+        let get = GetProcAddress(ntdll, PCSTR(c"wine_get_version".as_ptr().cast()))?;
+        let get: extern "C" fn() -> *const std::ffi::c_char = std::mem::transmute(get);
+        let text = get();
+        if text.is_null() {
+            return None;
+        }
+        Some(
+            std::ffi::CStr::from_ptr(text)
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
 impl DirectMlBackend {
     /// Creates the D3D12 device (the first adapter, feature level 11_0), loads DirectML.dll
     /// from next to the executable (or the search path) and creates the DirectML device.
@@ -295,7 +321,11 @@ impl DirectMlBackend {
                     recorder,
                 }),
                 description: format!(
-                    "DirectML.dll version {version} on {adapter_name}, DML feature level {level}"
+                    "DirectML.dll version {version} on {adapter_name}{}, DML feature level {level}",
+                    match wine_version() {
+                        Some(wine) => format!(" (the name Wine {wine} gives its Vulkan device)"),
+                        None => String::new(),
+                    }
                 ),
                 level,
                 data_types,
