@@ -59,6 +59,8 @@ const TARGETS: &[Target] = &[
             "doc_examples",
             "--test",
             "corpus_integrity",
+            "--test",
+            "validate_enforced",
         ],
     },
 ];
