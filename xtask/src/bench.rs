@@ -10,10 +10,11 @@ use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_cpu::stream::{NONTEMPORAL_STORES, copy_nontemporal};
 use dmlcts_oracle::execute as oracle_execute;
 use dmlcts_tensor::{
-    Backend, DataType, JoinDesc, OperatorDesc, OutputBinding, Slice1Desc, SplitDesc, TensorDesc,
-    fill_random_bits,
+    Backend, CompiledOperator, DataType, JoinDesc, OperatorDesc, OutputBinding, Slice1Desc,
+    SplitDesc, TensorDesc, fill_random_bits,
 };
 use ndarray::{Array2, ArrayView2, Axis, s};
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 const TOTAL_BYTES: usize = 64 << 20;
@@ -310,13 +311,14 @@ impl Reference {
         }
     }
 
-    fn run(self, dst: &mut [u8], src: &[u8], threads: usize) {
+    /// Copies every (destination, source) pair of equal lengths, in order.
+    fn run(self, pairs: Vec<(&mut [u8], &[u8])>, threads: usize) {
         let memcpy: fn(&mut [u8], &[u8]) = |d, s| d.copy_from_slice(s);
         match self {
-            Reference::Memcpy => memcpy(dst, src),
-            Reference::MemcpyParts => copy_in_parts(dst, src, threads, memcpy),
-            Reference::Stream => copy_nontemporal(dst, src),
-            Reference::StreamParts => copy_in_parts(dst, src, threads, copy_nontemporal),
+            Reference::Memcpy => copy_pairs(pairs, memcpy),
+            Reference::MemcpyParts => copy_in_parts(pairs, threads, memcpy),
+            Reference::Stream => copy_pairs(pairs, copy_nontemporal),
+            Reference::StreamParts => copy_in_parts(pairs, threads, copy_nontemporal),
         }
     }
 }
@@ -329,9 +331,7 @@ fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
     bytes
 }
 
-/// Buffers for the reference copies of `len` bytes: a source and a target of its own for
-/// each, as the backend and ndarray have their own inputs and outputs. A source shared by the
-/// references would be read by several of them in a row, from cache after the first.
+/// Buffers for the machine's own copy figures: a source and a target for each reference.
 fn reference_buffers(references: &[Reference], len: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     (0..references.len())
         .map(|k| (random_bytes(len, 0x5eed + k as u64), vec![0u8; len]))
@@ -349,34 +349,123 @@ fn reference_copies<'a>(
         .zip(buffers.iter_mut())
         .map(|(&reference, (source, target))| {
             Box::new(move || {
-                reference.run(target, source, threads);
+                reference.run(vec![(target.as_mut_slice(), source.as_slice())], threads);
                 std::hint::black_box(&*target);
             }) as Box<dyn FnMut() + 'a>
         })
         .collect()
 }
 
-/// `copy` over `parts` threads, each on one large disjoint part (the caller's thread too).
-fn copy_in_parts(dst: &mut [u8], src: &[u8], parts: usize, copy: fn(&mut [u8], &[u8])) {
-    let size = dst.len().div_ceil(parts).max(1);
-    std::thread::scope(|scope| {
-        let mut pieces = dst.chunks_mut(size).zip(src.chunks(size));
-        let first = pieces.next();
-        for (d, s) in pieces {
-            scope.spawn(move || copy(d, s));
+/// The backend's own buffers as (destination, source) pairs: every byte of the outputs in
+/// order, from as many bytes of the inputs in order. The reference copies of a workload move
+/// these, so they write the same memory the backend writes and read memory the backend
+/// reads: on this VM the speed of a buffer depends on where it lies (one 256 MiB Join ran
+/// at 0.78x its own copy in one process and 1.17x in the next, with copies of buffers of
+/// their own), and buffers of their own made every ratio a draw of placements.
+fn same_buffers<'a>(
+    outputs: &'a mut [Vec<u8>],
+    inputs: &'a [Vec<u8>],
+) -> Vec<(&'a mut [u8], &'a [u8])> {
+    let mut sources = inputs.iter().map(Vec::as_slice).filter(|s| !s.is_empty());
+    let mut source: &[u8] = &[];
+    let mut pairs = Vec::new();
+    for output in outputs.iter_mut() {
+        let mut rest = output.as_mut_slice();
+        while !rest.is_empty() {
+            if source.is_empty() {
+                source = sources
+                    .next()
+                    .expect("bench workloads read at least the bytes they write");
+            }
+            let n = rest.len().min(source.len());
+            let (to, after) = std::mem::take(&mut rest).split_at_mut(n);
+            let (from, remaining) = source.split_at(n);
+            pairs.push((to, from));
+            rest = after;
+            source = remaining;
         }
-        if let Some((d, s)) = first {
-            copy(d, s);
+    }
+    pairs
+}
+
+fn copy_pairs(pairs: Vec<(&mut [u8], &[u8])>, copy: fn(&mut [u8], &[u8])) {
+    for (dst, src) in pairs {
+        copy(dst, src);
+    }
+}
+
+/// `copy` over `parts` threads, each on one run of about equal bytes of the pairs, in order
+/// (the caller's thread too).
+fn copy_in_parts(pairs: Vec<(&mut [u8], &[u8])>, parts: usize, copy: fn(&mut [u8], &[u8])) {
+    let total: usize = pairs.iter().map(|p| p.0.len()).sum();
+    let share = total.div_ceil(parts).max(1);
+    let mut groups: Vec<Vec<(&mut [u8], &[u8])>> = vec![Vec::new()];
+    let mut room = share;
+    for (mut dst, mut src) in pairs {
+        while !dst.is_empty() {
+            if room == 0 {
+                groups.push(Vec::new());
+                room = share;
+            }
+            let n = room.min(dst.len());
+            let (d, d_rest) = std::mem::take(&mut dst).split_at_mut(n);
+            let (s, s_rest) = src.split_at(n);
+            groups.last_mut().expect("one group at least").push((d, s));
+            (dst, src, room) = (d_rest, s_rest, room - n);
+        }
+    }
+    std::thread::scope(|scope| {
+        let mut groups = groups.into_iter();
+        let first = groups.next();
+        for group in groups {
+            scope.spawn(move || copy_pairs(group, copy));
+        }
+        if let Some(group) = first {
+            copy_pairs(group, copy);
         }
     });
 }
 
+/// Bytes read before each timed batch: more than this machine's caches can keep of the
+/// previous method's writes (lscpu here: 4 MiB of L2 per core, a shared L3 that reports
+/// 480 MiB but is shared with other guests), so every method starts from the same state.
+const SETTLE_BYTES: usize = 512 << 20;
+
+/// Reads a large buffer of its own, so that the dirty cache lines a method leaves behind are
+/// written back before the next method's clock starts, not during it. Without it each method
+/// paid for its predecessor's writes: in a rotation of a fixed list the predecessor is always
+/// the same method (the backend always ran after ndarray's cached stores, the two-thread
+/// non-temporal copy after the one-thread one, which leaves nothing dirty).
+struct Settle {
+    buffer: Vec<u64>,
+}
+
+impl Settle {
+    fn new() -> Settle {
+        let mut buffer = vec![0u64; SETTLE_BYTES / 8];
+        // Distinct values: pages of one repeated value may be merged by a hypervisor.
+        for (i, word) in buffer.iter_mut().enumerate() {
+            *word = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+        Settle { buffer }
+    }
+
+    fn run(&self) {
+        let sum = self.buffer.iter().fold(0u64, |a, &w| a.wrapping_add(w));
+        std::hint::black_box(sum);
+    }
+}
+
 /// Every method once (warm-up: first touch of every page), then `runs` rounds that each run
-/// every method `reps` times in turn. Round r starts with method r (mod the count), so each
-/// method follows each other equally often: a method that runs right after one that left
-/// dirty cache lines pays for writing them back, and no method should always be that one.
+/// every method `reps` times in turn, each batch after `settle`. Round r starts with method r
+/// (mod the count), so no method is always first in a round.
 /// Seconds per call, per method, per round.
-fn rounds(methods: &mut [&mut dyn FnMut()], runs: usize, reps: usize) -> Vec<Vec<f64>> {
+fn rounds(
+    methods: &mut [&mut dyn FnMut()],
+    runs: usize,
+    reps: usize,
+    settle: &Settle,
+) -> Vec<Vec<f64>> {
     for method in methods.iter_mut() {
         method();
     }
@@ -385,6 +474,7 @@ fn rounds(methods: &mut [&mut dyn FnMut()], runs: usize, reps: usize) -> Vec<Vec
     for round in 0..runs {
         for j in 0..count {
             let k = (round + j) % count;
+            settle.run();
             let start = Instant::now();
             for _ in 0..reps {
                 methods[k]();
@@ -482,6 +572,7 @@ pub fn bench_main(args: &[String]) -> i32 {
     let backend = CpuBackend::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let references = Reference::available(threads);
+    let settle = Settle::new();
     println!(
         "dmlcts bench: 64 MiB tensors, {} rounds (median [min-max]), {threads} core(s), CPU backend with {threads} thread(s)",
         options.runs
@@ -502,7 +593,7 @@ pub fn bench_main(args: &[String]) -> i32 {
             .iter_mut()
             .map(|c| &mut **c as &mut dyn FnMut())
             .collect();
-        let times = rounds(&mut methods, options.runs, 1);
+        let times = rounds(&mut methods, options.runs, 1, &settle);
         references
             .iter()
             .zip(&times)
@@ -548,6 +639,7 @@ pub fn bench_main(args: &[String]) -> i32 {
                 &options,
                 &references,
                 threads,
+                &settle,
             );
             println!(
                 "{:<24} {:>7} {:>20} {:>7.2} {:>7.2} {:>10} {:>7.2} {:>7.2} {:>8} {:>17} {:>17} {:>18} {:>17}",
@@ -587,7 +679,7 @@ pub fn bench_main(args: &[String]) -> i32 {
             println!("below target: {}", below.join("; "));
         }
     }
-    let scaling = scaling(&backend, &options, &references, threads);
+    let scaling = scaling(&backend, &options, &references, threads, &settle);
     if let Some(path) = &options.json {
         let json: Vec<serde_json::Value> = rows
             .iter()
@@ -639,34 +731,18 @@ pub fn bench_main(args: &[String]) -> i32 {
     0
 }
 
-fn measure(
-    backend: &CpuBackend,
-    workload: Workload,
-    data_type: DataType,
-    options: &Options,
+/// The backend's call (first), then each reference copy of the same bytes between the same
+/// buffers (`same_buffers`), as calls for `rounds`.
+fn cpu_and_references<'a>(
+    compiled: &'a dyn CompiledOperator,
+    inputs: &'a [Vec<u8>],
+    outputs: &'a RefCell<Vec<Vec<u8>>>,
     references: &[Reference],
     threads: usize,
-) -> Row {
-    let op = descriptor(workload, data_type);
-    let inputs = random_inputs(&op, data_type);
+) -> Vec<Box<dyn FnMut() + 'a>> {
     let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-    let mut outputs: Vec<Vec<u8>> = op
-        .outputs()
-        .iter()
-        .map(|(_, d)| vec![0u8; d.total_tensor_size_in_bytes as usize])
-        .collect();
-    let written: usize = outputs.iter().map(Vec::len).sum();
-    let bytes_moved = 2 * written;
-    let compiled = backend.compile(&op).expect("bench descriptors are valid");
-    let mut buffers = reference_buffers(references, written);
-    let (rows, cols) = shape(data_type);
-    let (rows, cols) = (rows as usize, cols as usize);
-    let nd = |allocating| match data_type.element_size() {
-        1 => ndarray_work::<u8>(workload, rows, cols, allocating),
-        2 => ndarray_work::<u16>(workload, rows, cols, allocating),
-        _ => ndarray_work::<u32>(workload, rows, cols, allocating),
-    };
-    let mut cpu = || {
+    let mut calls: Vec<Box<dyn FnMut() + 'a>> = vec![Box::new(move || {
+        let mut outputs = outputs.borrow_mut();
         let mut bindings: Vec<OutputBinding<'_>> = outputs
             .iter_mut()
             .map(|b| OutputBinding::whole(b))
@@ -674,19 +750,57 @@ fn measure(
         compiled
             .execute(&input_refs, &mut bindings)
             .expect("executes");
+    })];
+    for &reference in references {
+        calls.push(Box::new(move || {
+            let mut outputs = outputs.borrow_mut();
+            reference.run(same_buffers(&mut outputs, inputs), threads);
+            std::hint::black_box(&*outputs);
+        }));
+    }
+    calls
+}
+
+fn measure(
+    backend: &CpuBackend,
+    workload: Workload,
+    data_type: DataType,
+    options: &Options,
+    references: &[Reference],
+    threads: usize,
+    settle: &Settle,
+) -> Row {
+    let op = descriptor(workload, data_type);
+    let inputs = random_inputs(&op, data_type);
+    let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
+    let outputs: Vec<Vec<u8>> = op
+        .outputs()
+        .iter()
+        .map(|(_, d)| vec![0u8; d.total_tensor_size_in_bytes as usize])
+        .collect();
+    let written: usize = outputs.iter().map(Vec::len).sum();
+    let bytes_moved = 2 * written;
+    let compiled = backend.compile(&op).expect("bench descriptors are valid");
+    let outputs = RefCell::new(outputs);
+    let (rows, cols) = shape(data_type);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let nd = |allocating| match data_type.element_size() {
+        1 => ndarray_work::<u8>(workload, rows, cols, allocating),
+        2 => ndarray_work::<u16>(workload, rows, cols, allocating),
+        _ => ndarray_work::<u32>(workload, rows, cols, allocating),
     };
-    let mut copies = reference_copies(references, &mut buffers, threads);
+    let mut copies = cpu_and_references(&*compiled, &inputs, &outputs, references, threads);
     let mut ndarray_alloc = nd(true);
     let mut ndarray_assign = nd(false);
     // Rounds interleave all methods, so a slow moment on this shared machine slows all of
     // them; ratios are taken within a round, then summarized over rounds.
-    let mut methods: Vec<&mut dyn FnMut()> = vec![&mut cpu];
-    for copy in copies.iter_mut() {
-        methods.push(&mut **copy);
-    }
+    let mut methods: Vec<&mut dyn FnMut()> = copies
+        .iter_mut()
+        .map(|c| &mut **c as &mut dyn FnMut())
+        .collect();
     methods.push(&mut *ndarray_alloc);
     methods.push(&mut *ndarray_assign);
-    let times = rounds(&mut methods, options.runs, 1);
+    let times = rounds(&mut methods, options.runs, 1, settle);
     let n = references.len();
     let cpu_times = &times[0];
     let reference_times = &times[1..=n];
@@ -751,6 +865,7 @@ fn scaling(
     options: &Options,
     references: &[Reference],
     threads: usize,
+    settle: &Settle,
 ) -> serde_json::Value {
     let data_type = DataType::Float32;
     let element = data_type.element_size();
@@ -794,23 +909,15 @@ fn scaling(
             let rows = size / element / cols;
             let op = descriptor_of_shape(workload, data_type, rows as u32, cols as u32);
             let inputs = random_inputs(&op, data_type);
-            let input_refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-            let mut output = vec![0u8; size];
             let compiled = backend.compile(&op).expect("bench descriptors are valid");
-            let mut buffers = reference_buffers(references, size);
-            let mut cpu = || {
-                let mut bindings = [OutputBinding::whole(&mut output)];
-                compiled
-                    .execute(&input_refs, &mut bindings)
-                    .expect("executes");
-            };
-            let mut copies = reference_copies(references, &mut buffers, threads);
-            let mut methods: Vec<&mut dyn FnMut()> = vec![&mut cpu];
-            for copy in copies.iter_mut() {
-                methods.push(&mut **copy);
-            }
+            let output = RefCell::new(vec![vec![0u8; size]]);
+            let mut copies = cpu_and_references(&*compiled, &inputs, &output, references, threads);
+            let mut methods: Vec<&mut dyn FnMut()> = copies
+                .iter_mut()
+                .map(|c| &mut **c as &mut dyn FnMut())
+                .collect();
             let reps = ((16usize << 20) / size).max(1);
-            let times = rounds(&mut methods, options.runs, reps);
+            let times = rounds(&mut methods, options.runs, reps, settle);
             let reference_times = &times[1..];
             let best = best_per_round(reference_times);
             let moved = 2 * size;
