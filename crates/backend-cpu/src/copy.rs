@@ -2,6 +2,8 @@
 //! loop, and an incremental coordinate counter for the outer dimensions. Every access is
 //! bounds-checked slice indexing: a planning bug is an error, never memory corruption.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// A copy of a block of elements, dimensions outermost first, offsets and strides in elements.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StridedCopy {
@@ -48,15 +50,17 @@ pub enum Stores {
 /// lines gain nothing from going around the cache.
 pub const STREAM_MIN_RUN_BYTES: usize = 4096;
 
-/// Runs `copy` for elements of `element_size` bytes; returns the bytes that went through
-/// non-temporal stores.
+/// Runs `copy` for elements of `element_size` bytes, adding the bytes that went through
+/// non-temporal stores to `streamed`.
 pub fn run_copy(
     copy: &StridedCopy,
     src: &[u8],
     dst: &mut [u8],
     element_size: usize,
     stores: Stores,
-) -> Result<usize, String> {
+    streamed: &AtomicUsize,
+) -> Result<(), String> {
+    let stores = (stores, streamed);
     match element_size {
         1 => run::<1>(copy, src, dst, stores),
         2 => run::<2>(copy, src, dst, stores),
@@ -89,8 +93,8 @@ fn run<const N: usize>(
     copy: &StridedCopy,
     src: &[u8],
     dst: &mut [u8],
-    stores: Stores,
-) -> Result<usize, String> {
+    stores: (Stores, &AtomicUsize),
+) -> Result<(), String> {
     let n = N as isize;
     let depth = copy.sizes.len();
     let len = copy.sizes[depth - 1];
@@ -100,16 +104,15 @@ fn run<const N: usize>(
     let mut counter = vec![0usize; outer];
     let mut src_offset = copy.src_base * n;
     let mut dst_offset = copy.dst_base * n;
-    let mut streamed = 0;
     loop {
-        streamed += copy_run::<N>(
+        copy_run::<N>(
             src, dst, src_offset, dst_offset, len, src_step, dst_step, stores,
         )?;
         // Advance the coordinate counter over the outer dimensions, innermost first.
         let mut dim = outer;
         loop {
             if dim == 0 {
-                return Ok(streamed);
+                return Ok(());
             }
             dim -= 1;
             counter[dim] += 1;
@@ -126,7 +129,8 @@ fn run<const N: usize>(
     }
 }
 
-/// One innermost run of `len` elements; returns the bytes stored non-temporally.
+/// One innermost run of `len` elements (adding the bytes stored non-temporally to the
+/// counter beside `stores`).
 #[allow(clippy::too_many_arguments)]
 fn copy_run<const N: usize>(
     src: &[u8],
@@ -136,18 +140,19 @@ fn copy_run<const N: usize>(
     len: usize,
     src_step: isize,
     dst_step: isize,
-    stores: Stores,
-) -> Result<usize, String> {
+    (stores, streamed): (Stores, &AtomicUsize),
+) -> Result<(), String> {
     let n = N as isize;
     if dst_step == n && src_step == n {
         let from = range(src_offset, len * N, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
         if stores == Stores::Streaming && len * N >= STREAM_MIN_RUN_BYTES {
+            streamed.fetch_add(to.len(), Ordering::Relaxed);
             crate::stream::copy_nontemporal(&mut dst[to], &src[from]);
-            return Ok(len * N);
+            return Ok(());
         }
         dst[to].copy_from_slice(&src[from]);
-        return Ok(0);
+        return Ok(());
     }
     if dst_step == n && src_step == -n {
         let first = src_offset - (len as isize - 1) * n;
@@ -159,7 +164,7 @@ fn copy_run<const N: usize>(
         {
             out.copy_from_slice(element);
         }
-        return Ok(0);
+        return Ok(());
     }
     // Any other strides: check both ends of the run once.
     let last_src = src_offset + (len as isize - 1) * src_step;
@@ -200,7 +205,7 @@ fn copy_run<const N: usize>(
         }
         let final_element = range(last_src, N, src.len(), "source")?;
         last.copy_from_slice(&src[final_element]);
-        return Ok(0);
+        return Ok(());
     }
     // Strided destination (holes) or a 0 source step (broadcast): element by element.
     let mut s = src_offset as usize;
@@ -211,7 +216,7 @@ fn copy_run<const N: usize>(
         s = s.wrapping_add_signed(src_step);
         d = d.wrapping_add_signed(dst_step);
     }
-    Ok(0)
+    Ok(())
 }
 
 /// `out[i] = src[2 * i]`, four bytes at a time: the even bytes of a little-endian u64 packed
@@ -261,19 +266,61 @@ mod tests {
         let src: Vec<u8> = (0..8).collect();
         let mut dst = vec![0u8; 4];
         let reverse = StridedCopy::new(&[4], 7, &[-1], 0, &[1]);
-        run_copy(&reverse, &src, &mut dst, 1, Stores::Cached).unwrap();
+        run_copy(
+            &reverse,
+            &src,
+            &mut dst,
+            1,
+            Stores::Cached,
+            &AtomicUsize::new(0),
+        )
+        .unwrap();
         assert_eq!(dst, vec![7, 6, 5, 4]);
         let every_other = StridedCopy::new(&[4], 1, &[2], 0, &[1]);
-        run_copy(&every_other, &src, &mut dst, 1, Stores::Cached).unwrap();
+        run_copy(
+            &every_other,
+            &src,
+            &mut dst,
+            1,
+            Stores::Cached,
+            &AtomicUsize::new(0),
+        )
+        .unwrap();
         assert_eq!(dst, vec![1, 3, 5, 7]);
         let backwards_by_three = StridedCopy::new(&[3], 7, &[-3], 0, &[1]);
-        run_copy(&backwards_by_three, &src, &mut dst[..3], 1, Stores::Cached).unwrap();
+        run_copy(
+            &backwards_by_three,
+            &src,
+            &mut dst[..3],
+            1,
+            Stores::Cached,
+            &AtomicUsize::new(0),
+        )
+        .unwrap();
         assert_eq!(&dst[..3], &[7, 4, 1]);
         let wide = StridedCopy::new(&[2], 1, &[-1], 0, &[1]);
         let mut pair = vec![0u8; 4];
-        run_copy(&wide, &src, &mut pair, 2, Stores::Cached).unwrap();
+        run_copy(
+            &wide,
+            &src,
+            &mut pair,
+            2,
+            Stores::Cached,
+            &AtomicUsize::new(0),
+        )
+        .unwrap();
         assert_eq!(pair, vec![2, 3, 0, 1]);
         let too_far = StridedCopy::new(&[4], 2, &[2], 0, &[1]);
-        assert!(run_copy(&too_far, &src, &mut dst, 1, Stores::Cached).is_err());
+        assert!(
+            run_copy(
+                &too_far,
+                &src,
+                &mut dst,
+                1,
+                Stores::Cached,
+                &AtomicUsize::new(0)
+            )
+            .is_err()
+        );
     }
 }

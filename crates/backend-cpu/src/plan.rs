@@ -4,6 +4,7 @@ use crate::copy::{Stores, StridedCopy, run_copy};
 use dmlcts_tensor::{OperatorDesc, OutputPieces, copy_plan};
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 
 /// Chunks of work per thread when outputs are split across threads.
 const CHUNKS_PER_THREAD: usize = 8;
@@ -76,7 +77,8 @@ struct Task<'a> {
     bytes: &'a mut [u8],
 }
 
-/// How a run went: the bytes written with non-temporal stores, and the number of tasks.
+/// How a run went, for tests: the bytes written with non-temporal stores, and the number of
+/// tasks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunStats {
     pub streamed: usize,
@@ -85,11 +87,11 @@ pub struct RunStats {
 
 /// Writes every output (`outputs[i]` is output i's TotalTensorSizeInBytes bytes) on up to
 /// `threads` threads, with non-temporal stores for long contiguous runs when they total at
-/// least `streaming_threshold` bytes. Outputs that total less than `parallel_threshold` bytes are written on
-/// the calling thread. Otherwise every output that has a split dimension is cut along it
-/// into chunks (about `CHUNKS_PER_THREAD` per thread over all outputs, each output's share
-/// in proportion to its size), which the threads share out (see below): on a busy machine a
-/// thread that gets less CPU time simply takes fewer.
+/// least `streaming_threshold` bytes. Outputs that total less than `parallel_threshold`
+/// bytes are written on the calling thread, each piece whole. Otherwise every output that
+/// has a split dimension is cut along it into chunks (about `CHUNKS_PER_THREAD` per thread
+/// over all outputs, each output's share in proportion to its size), which the threads share
+/// out (see below): on a busy machine a thread that gets less CPU time simply takes fewer.
 pub fn run_all(
     plans: &[OutputPlan],
     inputs: &[&[u8]],
@@ -105,79 +107,81 @@ pub fn run_all(
     } else {
         Stores::Cached
     };
+    let streamed = AtomicUsize::new(0);
     let threads = if total >= parallel_threshold {
         threads
     } else {
         1
     };
+    let whole = |(plan, bytes)| Task {
+        plan,
+        rows: None,
+        start: 0,
+        bytes,
+    };
+    let run = |task: Task<'_>| {
+        task.plan
+            .run_task(inputs, task, element_size, stores, &streamed)
+    };
+    if threads == 1 {
+        plans.iter().zip(outputs).map(whole).try_for_each(run)?;
+        return Ok(RunStats {
+            streamed: streamed.into_inner(),
+            tasks: plans.len(),
+        });
+    }
     let mut tasks = Vec::new();
     for (plan, dst) in plans.iter().zip(outputs) {
-        match plan.split_dimension.filter(|_| threads > 1) {
-            None => tasks.push(Task {
-                plan,
-                rows: None,
-                start: 0,
-                bytes: dst,
-            }),
+        match plan.split_dimension {
+            None => tasks.push(whole((plan, dst))),
             Some(p) => {
                 let share = (threads * CHUNKS_PER_THREAD * dst.len()).div_ceil(total.max(1));
                 plan.cut(p, share as u64, dst, element_size, &mut tasks);
             }
         }
     }
-    let count = tasks.len();
-    let run = |task: Task<'_>| task.plan.run_task(inputs, task, element_size, stores);
-    if threads == 1 || count == 1 {
-        let streamed = tasks.into_iter().map(run).sum::<Result<usize, String>>()?;
-        return Ok(RunStats {
-            streamed,
-            tasks: count,
-        });
-    }
     // Each thread owns a contiguous segment of the chunks (in output order) and takes them
     // from its front; a thread whose segment is empty takes from the back of another's. On a
     // quiet machine each thread so streams through one contiguous range, as the reference
     // copy over both cores does; on a busy one the threads that get the CPU do the rest.
+    let count = tasks.len();
     let workers = threads.min(count);
-    let mut segments: Vec<Mutex<VecDeque<Task<'_>>>> = Vec::with_capacity(workers);
+    let per_worker = count.div_ceil(workers);
     let mut rest = tasks.into_iter();
-    for w in 0..workers {
-        let take = count * (w + 1) / workers - count * w / workers;
-        segments.push(Mutex::new(rest.by_ref().take(take).collect()));
-    }
+    let segments: Vec<Mutex<VecDeque<Task<'_>>>> = (0..workers)
+        .map(|_| Mutex::new(rest.by_ref().take(per_worker).collect()))
+        .collect();
+    let poisoned = |_| "a copy thread panicked".to_string();
     let next = |me: usize| -> Result<Option<Task<'_>>, String> {
-        let poisoned = |_| "a copy thread panicked".to_string();
         if let Some(task) = segments[me].lock().map_err(poisoned)?.pop_front() {
             return Ok(Some(task));
         }
-        for other in (1..workers).map(|k| (me + k) % workers) {
-            if let Some(task) = segments[other].lock().map_err(poisoned)?.pop_back() {
+        for segment in &segments {
+            if let Some(task) = segment.lock().map_err(poisoned)?.pop_back() {
                 return Ok(Some(task));
             }
         }
         Ok(None)
     };
-    let work = |me: usize| -> Result<usize, String> {
-        let mut streamed = 0;
+    let work = |me: usize| -> Result<(), String> {
         while let Some(task) = next(me)? {
-            streamed += run(task)?;
+            run(task)?;
         }
-        Ok(streamed)
+        Ok(())
     };
-    let streamed = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let helpers: Vec<_> = (1..workers)
             .map(|me| scope.spawn(move || work(me)))
             .collect();
-        let mut streamed = work(0)?;
-        for helper in helpers {
-            streamed += helper
+        work(0)?;
+        helpers.into_iter().try_for_each(|helper| {
+            helper
                 .join()
-                .map_err(|_| "a copy thread panicked".to_string())??;
-        }
-        Ok::<usize, String>(streamed)
+                .map_err(|_| "a copy thread panicked".to_string())?
+        })
     })?;
     Ok(RunStats {
-        streamed,
+        streamed: streamed.into_inner(),
         tasks: count,
     })
 }
@@ -219,15 +223,16 @@ impl OutputPlan {
     }
 
     /// Writes the part of every piece that falls in the task's rows of the split dimension
-    /// (every piece whole for a task without rows) into the task's bytes; returns the bytes
-    /// written with non-temporal stores.
+    /// (every piece whole for a task without rows) into the task's bytes, adding the bytes
+    /// written with non-temporal stores to `streamed`.
     fn run_task(
         &self,
         inputs: &[&[u8]],
         task: Task<'_>,
         element_size: usize,
         stores: Stores,
-    ) -> Result<usize, String> {
+        streamed: &AtomicUsize,
+    ) -> Result<(), String> {
         let input = |i: usize| {
             inputs
                 .get(i)
@@ -235,16 +240,14 @@ impl OutputPlan {
                 .ok_or_else(|| format!("input {i} not bound"))
         };
         let Some((a, b)) = task.rows else {
-            let mut streamed = 0;
             for (i, copy) in &self.whole {
-                streamed += run_copy(copy, input(*i)?, task.bytes, element_size, stores)?;
+                run_copy(copy, input(*i)?, task.bytes, element_size, stores, streamed)?;
             }
-            return Ok(streamed);
+            return Ok(());
         };
         let p = self
             .split_dimension
             .ok_or("rows of an output with no split dimension")?;
-        let mut streamed = 0;
         for piece in &self.output.pieces {
             let lo = piece.origin[p].max(a);
             let hi = (piece.origin[p] + piece.sizes[p]).min(b);
@@ -269,9 +272,10 @@ impl OutputPlan {
                 dst_base,
                 &self.output.strides,
             );
-            streamed += run_copy(&copy, input(piece.input)?, task.bytes, element_size, stores)?;
+            let src = input(piece.input)?;
+            run_copy(&copy, src, task.bytes, element_size, stores, streamed)?;
         }
-        Ok(streamed)
+        Ok(())
     }
 }
 

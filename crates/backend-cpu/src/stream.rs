@@ -20,7 +20,11 @@ pub fn copy_nontemporal(dst: &mut [u8], src: &[u8]) {
         src.len(),
         "a non-temporal copy needs equal lengths"
     );
+    #[cfg(target_arch = "x86_64")]
     imp::copy(dst, src);
+    // Elsewhere an ordinary copy: the same bytes.
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
 }
 
 /// Whether `copy_nontemporal` uses non-temporal stores on this platform.
@@ -67,13 +71,6 @@ mod imp {
         // thread, after a join) reads the destination.
         // SAFETY: a fence reads and writes no memory; SSE is part of every x86-64 CPU.
         unsafe { _mm_sfence() };
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-mod imp {
-    pub fn copy(dst: &mut [u8], src: &[u8]) {
-        dst.copy_from_slice(src);
     }
 }
 

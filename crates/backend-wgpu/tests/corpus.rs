@@ -19,7 +19,7 @@ fn main() {
         eprintln!("wgpu adapter: {}", probe.device());
     }
     drop(probe);
-    dmlcts_harness::libtest_main(|level| {
+    dmlcts_harness::libtest_main_at_each_level(|level| {
         Box::new(WgpuBackend::new(WgpuOptions {
             feature_level: level,
             ..WgpuOptions::default()

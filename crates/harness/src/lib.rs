@@ -17,7 +17,9 @@ pub mod versions;
 
 pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use devices::{DeviceFactory, Devices};
-pub use libtest::{corpus_trials, libtest_main, libtest_run};
+pub use libtest::{
+    corpus_trials, libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
+};
 pub use runner::{
     CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, shell_word,
     skip_reason,

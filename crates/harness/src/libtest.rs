@@ -25,8 +25,23 @@ use std::sync::{Arc, Mutex};
 /// feature-level table cases run too; a backend with one fixed level runs every case at
 /// that level, exactly as `cargo xtask conformance` would.
 pub fn libtest_main(make_backend: impl Fn(FeatureLevel) -> Box<dyn Backend>) -> ! {
-    let args = Arguments::from_args();
-    match libtest_run(&args, &make_backend) {
+    exit_with(libtest_run(&Arguments::from_args(), &make_backend))
+}
+
+/// As `libtest_main`, for a backend that can act as a device at every level (as the CPU
+/// backend and the oracle can): the device made for a case's level must report that level,
+/// or the case fails naming both. A factory that ignored the level it was asked for would
+/// otherwise run the table cases of lower levels at its own level, where accepting what the
+/// lower level's tables do not list is allowed, and nothing would show it.
+pub fn libtest_main_at_each_level(make_backend: impl Fn(FeatureLevel) -> Box<dyn Backend>) -> ! {
+    exit_with(libtest_run_at_each_level(
+        &Arguments::from_args(),
+        &make_backend,
+    ))
+}
+
+fn exit_with(result: Result<(), String>) -> ! {
+    match result {
         Ok(()) => std::process::exit(0),
         Err(message) => {
             eprintln!("error: {message}");
@@ -42,14 +57,45 @@ pub fn libtest_run(
     args: &Arguments,
     make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
 ) -> Result<(), String> {
-    let (trials, check, backend_name) = trials_and_skip_check(make_backend, args);
+    run_trials(args, make_backend, Levels::AsMade)
+}
+
+/// Runs the corpus as `libtest_main_at_each_level` does with `args`.
+pub fn libtest_run_at_each_level(
+    args: &Arguments,
+    make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
+) -> Result<(), String> {
+    run_trials(args, make_backend, Levels::Exact)
+}
+
+/// How the devices a factory makes relate to the levels asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Levels {
+    /// A device may exist at its own level only; it runs every case there.
+    AsMade,
+    /// Every device must be at the level asked for.
+    Exact,
+}
+
+fn run_trials(
+    args: &Arguments,
+    make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
+    levels: Levels,
+) -> Result<(), String> {
+    let (trials, check, backend_name) = trials_and_skip_check(make_backend, args, levels);
+    if !args.list && backend_name.as_deref() == Some("") {
+        return Err(
+            "the backend's name() is empty: reports, expectations files and findings name a backend by it"
+                .to_string(),
+        );
+    }
     let conclusion = libtest_mimic::run(args, trials);
     if conclusion.has_failed() {
         return Err(format!("{} test(s) failed", conclusion.num_failed));
     }
-    let failure = check
-        .lock()
-        .map_or(None, |check| check.failure(&backend_name));
+    let failure = check.lock().map_or(None, |check| {
+        check.failure(backend_name.as_deref().unwrap_or_default())
+    });
     match failure {
         Some(failure) if !args.list => Err(failure),
         _ => Ok(()),
@@ -58,7 +104,7 @@ pub fn libtest_run(
 
 /// The trials `libtest_main` runs (exposed for tests of the glue itself).
 pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) -> Vec<Trial> {
-    trials_and_skip_check(make_backend, &Arguments::default()).0
+    trials_and_skip_check(make_backend, &Arguments::default(), Levels::AsMade).0
 }
 
 /// The trials, and what the backend skips among those `args` selects (the trials add the
@@ -66,7 +112,8 @@ pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) ->
 fn trials_and_skip_check(
     make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
     args: &Arguments,
-) -> (Vec<Trial>, Arc<Mutex<SkipCheck>>, String) {
+    levels: Levels,
+) -> (Vec<Trial>, Arc<Mutex<SkipCheck>>, Option<String>) {
     let mut corpus = Corpus::embedded();
     if let Some(extra) = std::env::var_os("DMLCTS_CASES") {
         let paths: Vec<_> = std::env::split_paths(&extra).collect();
@@ -77,7 +124,8 @@ fn trials_and_skip_check(
     let mut devices = Devices::per_case(Box::new(|level| Arc::from(make_backend(level))), false);
     let mut trials = Vec::new();
     let check = Arc::new(Mutex::new(SkipCheck::default()));
-    let mut backend_name = String::new();
+    // The name of the first selected case's backend; None when no case is selected.
+    let mut backend_name = None;
     for error in &corpus.errors {
         let result = load_error_result(error);
         let report = result.failure_report();
@@ -90,6 +138,16 @@ fn trials_and_skip_check(
         let (backend, options) = devices.for_case(&case);
         let kind = case.op.kind().name();
         let name = case.name.clone();
+        let made_at = backend.feature_level();
+        if levels == Levels::Exact && made_at != case.feature_level {
+            let message = format!(
+                "the backend made for level {} reports level {made_at}: this target runs \
+                 every case on a device at the case's own level",
+                case.feature_level
+            );
+            trials.push(Trial::test(name, move || Err(Failed::from(message))).with_kind(kind));
+            continue;
+        }
         let skip = skip_reason(backend.as_ref(), &case, &options);
         let recorded = (case.clone(), options.clone(), skip.clone());
         let trial = Trial::ignorable_test(name, {
@@ -123,8 +181,8 @@ fn trials_and_skip_check(
             if let Ok(mut check) = check.lock() {
                 check.record(backend.as_ref(), &case, &options, skip.as_deref());
             }
-            if backend_name.is_empty() {
-                backend_name = backend.name();
+            if backend_name.is_none() {
+                backend_name = Some(backend.name());
             }
         }
         trials.push(trial);
