@@ -3,8 +3,10 @@
 //! disjoint parts, and the same two with non-temporal stores; the fastest in each round is
 //! "the best copy"), ndarray doing the same work, and the oracle, all in one process; then a
 //! size-scaling table (4 KiB to 256 MiB) for the contiguous Join and the reversed Slice1.
-//! GB/s = (bytes read + bytes written) / time. Methods run interleaved, round by round; each
-//! ratio is reported as the median with [min-max] of its per-round ratios.
+//! GB/s = (bytes read + bytes written) / time. The reference copies of a workload move the
+//! backend's own buffers (its inputs into its outputs, byte for byte), so they touch the same
+//! memory. Methods run interleaved, round by round, each after a read that settles the caches;
+//! each ratio is reported as the median with [min-max] of its per-round ratios.
 
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_cpu::stream::{NONTEMPORAL_STORES, copy_nontemporal};

@@ -146,7 +146,7 @@ fn copy_run<const N: usize>(
     if dst_step == n && src_step == n {
         let from = range(src_offset, len * N, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
-        if stores == Stores::Streaming && len * N >= STREAM_MIN_RUN_BYTES {
+        if stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
             streamed.fetch_add(to.len(), Ordering::Relaxed);
             crate::stream::copy_nontemporal(&mut dst[to], &src[from]);
             return Ok(());
