@@ -458,14 +458,29 @@ impl Settle {
     }
 }
 
-/// Every method once (warm-up: first touch of every page), then `runs` rounds that each run
-/// every method `reps` times in turn, each batch after `settle`. Round r starts with method r
-/// (mod the count), so no method is always first in a round.
-/// Seconds per call, per method, per round.
+/// How a method's calls are timed in a round.
+#[derive(Clone, Copy)]
+enum Batch {
+    /// This many calls in a row, timed together after one settling read (small sizes: the
+    /// caches are meant to be warm after the first call).
+    Calls(usize),
+    /// For each method, enough calls to last about this long in all (timed on a warm-up
+    /// call; at most `MAX_CALLS`), each after its own settling read, and interleaved with the
+    /// other methods' calls: pass p of a round runs call p of every method that makes that
+    /// many. One 4 ms call on a shared VM is at the mercy of a descheduled thread or a
+    /// neighbour's burst; interleaving spreads such moments over every method alike.
+    Interleaved(Duration),
+}
+
+const MAX_CALLS: usize = 8;
+
+/// Every method once (warm-up: first touch of every page), then `runs` rounds of every
+/// method's calls (`batch`), each after `settle`. Round r starts with method r (mod the
+/// count), so no method is always first in a round. Seconds per call, per method, per round.
 fn rounds(
     methods: &mut [&mut dyn FnMut()],
     runs: usize,
-    reps: usize,
+    batch: Batch,
     settle: &Settle,
 ) -> Vec<Vec<f64>> {
     for method in methods.iter_mut() {
@@ -473,19 +488,55 @@ fn rounds(
     }
     let count = methods.len();
     let mut times = vec![Vec::with_capacity(runs); count];
-    for round in 0..runs {
-        for j in 0..count {
-            let k = (round + j) % count;
-            settle.run();
-            let start = Instant::now();
-            for _ in 0..reps {
-                methods[k]();
+    let time = |method: &mut dyn FnMut(), calls: usize| {
+        let start = Instant::now();
+        for _ in 0..calls {
+            method();
+        }
+        start.elapsed().as_secs_f64()
+    };
+    match batch {
+        Batch::Calls(calls) => {
+            for round in 0..runs {
+                for j in 0..count {
+                    let k = (round + j) % count;
+                    settle.run();
+                    times[k].push(time(&mut *methods[k], calls) / calls as f64);
+                }
             }
-            times[k].push(start.elapsed().as_secs_f64() / reps as f64);
+        }
+        Batch::Interleaved(wanted) => {
+            let calls: Vec<usize> = methods
+                .iter_mut()
+                .map(|method| {
+                    let once = time(&mut **method, 1).max(1e-9);
+                    ((wanted.as_secs_f64() / once).ceil() as usize).clamp(1, MAX_CALLS)
+                })
+                .collect();
+            let passes = calls.iter().copied().max().unwrap_or(1);
+            for round in 0..runs {
+                let mut spent = vec![0.0; count];
+                for pass in 0..passes {
+                    for j in 0..count {
+                        let k = (round + j) % count;
+                        if pass < calls[k] {
+                            settle.run();
+                            spent[k] += time(&mut *methods[k], 1);
+                        }
+                    }
+                }
+                for k in 0..count {
+                    times[k].push(spent[k] / calls[k] as f64);
+                }
+            }
         }
     }
     times
 }
+
+/// The calls of the 64 MiB workloads: about 12 ms of each method a round (three of the
+/// backend's), interleaved.
+const LARGE_BATCH: Batch = Batch::Interleaved(Duration::from_millis(12));
 
 /// Per round, the fastest of the reference methods' times.
 fn best_per_round(times: &[Vec<f64>]) -> Vec<f64> {
@@ -595,7 +646,7 @@ pub fn bench_main(args: &[String]) -> i32 {
             .iter_mut()
             .map(|c| &mut **c as &mut dyn FnMut())
             .collect();
-        let times = rounds(&mut methods, options.runs, 1, &settle);
+        let times = rounds(&mut methods, options.runs, LARGE_BATCH, &settle);
         references
             .iter()
             .zip(&times)
@@ -802,7 +853,7 @@ fn measure(
         .collect();
     methods.push(&mut *ndarray_alloc);
     methods.push(&mut *ndarray_assign);
-    let times = rounds(&mut methods, options.runs, 1, settle);
+    let times = rounds(&mut methods, options.runs, LARGE_BATCH, settle);
     let n = references.len();
     let cpu_times = &times[0];
     let reference_times = &times[1..=n];
@@ -919,7 +970,7 @@ fn scaling(
                 .map(|c| &mut **c as &mut dyn FnMut())
                 .collect();
             let reps = ((16usize << 20) / size).max(1);
-            let times = rounds(&mut methods, options.runs, reps, settle);
+            let times = rounds(&mut methods, options.runs, Batch::Calls(reps), settle);
             let reference_times = &times[1..];
             let best = best_per_round(reference_times);
             let moved = 2 * size;
@@ -1109,4 +1160,42 @@ fn bench_wgpu(options: &Options) -> i32 {
         }
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(len: usize, seed: u8) -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect()
+    }
+
+    #[test]
+    fn same_buffers_pair_every_output_byte_with_the_inputs_in_order() {
+        // Outputs of 5 and 7 bytes from inputs of 4, 0 and 10 bytes (3 left over).
+        let inputs = vec![bytes(4, 1), Vec::new(), bytes(10, 2)];
+        let mut outputs = vec![vec![0u8; 5], vec![0u8; 7]];
+        let pairs = same_buffers(&mut outputs, &inputs);
+        let lengths: Vec<usize> = pairs.iter().map(|p| p.0.len()).collect();
+        assert_eq!(lengths, [4, 1, 7]);
+        assert!(pairs.iter().all(|(d, s)| d.len() == s.len()));
+        copy_pairs(pairs, |d, s| d.copy_from_slice(s));
+        let flat: Vec<u8> = inputs.concat();
+        assert_eq!(outputs.concat(), flat[..12]);
+    }
+
+    #[test]
+    fn copies_in_parts_write_what_one_copy_writes() {
+        let inputs = vec![bytes(1000, 3), bytes(333, 4), bytes(2048, 5)];
+        let expected = inputs.concat();
+        for parts in 1..=5 {
+            for reference in [Reference::MemcpyParts, Reference::StreamParts] {
+                let mut outputs = vec![vec![0u8; 2000], vec![0u8; 1381]];
+                reference.run(same_buffers(&mut outputs, &inputs), parts);
+                assert_eq!(outputs.concat(), expected, "{} parts", parts);
+            }
+        }
+    }
 }
