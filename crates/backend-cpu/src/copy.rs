@@ -263,64 +263,26 @@ mod tests {
 
     #[test]
     fn reversed_and_strided_runs_copy_the_right_elements() {
+        let cached = |copy: &StridedCopy, src: &[u8], dst: &mut [u8], element_size: usize| {
+            let streamed = AtomicUsize::new(0);
+            run_copy(copy, src, dst, element_size, Stores::Cached, &streamed)
+        };
         let src: Vec<u8> = (0..8).collect();
         let mut dst = vec![0u8; 4];
         let reverse = StridedCopy::new(&[4], 7, &[-1], 0, &[1]);
-        run_copy(
-            &reverse,
-            &src,
-            &mut dst,
-            1,
-            Stores::Cached,
-            &AtomicUsize::new(0),
-        )
-        .unwrap();
+        cached(&reverse, &src, &mut dst, 1).unwrap();
         assert_eq!(dst, vec![7, 6, 5, 4]);
         let every_other = StridedCopy::new(&[4], 1, &[2], 0, &[1]);
-        run_copy(
-            &every_other,
-            &src,
-            &mut dst,
-            1,
-            Stores::Cached,
-            &AtomicUsize::new(0),
-        )
-        .unwrap();
+        cached(&every_other, &src, &mut dst, 1).unwrap();
         assert_eq!(dst, vec![1, 3, 5, 7]);
         let backwards_by_three = StridedCopy::new(&[3], 7, &[-3], 0, &[1]);
-        run_copy(
-            &backwards_by_three,
-            &src,
-            &mut dst[..3],
-            1,
-            Stores::Cached,
-            &AtomicUsize::new(0),
-        )
-        .unwrap();
+        cached(&backwards_by_three, &src, &mut dst[..3], 1).unwrap();
         assert_eq!(&dst[..3], &[7, 4, 1]);
         let wide = StridedCopy::new(&[2], 1, &[-1], 0, &[1]);
         let mut pair = vec![0u8; 4];
-        run_copy(
-            &wide,
-            &src,
-            &mut pair,
-            2,
-            Stores::Cached,
-            &AtomicUsize::new(0),
-        )
-        .unwrap();
+        cached(&wide, &src, &mut pair, 2).unwrap();
         assert_eq!(pair, vec![2, 3, 0, 1]);
         let too_far = StridedCopy::new(&[4], 2, &[2], 0, &[1]);
-        assert!(
-            run_copy(
-                &too_far,
-                &src,
-                &mut dst,
-                1,
-                Stores::Cached,
-                &AtomicUsize::new(0)
-            )
-            .is_err()
-        );
+        assert!(cached(&too_far, &src, &mut dst, 1).is_err());
     }
 }
