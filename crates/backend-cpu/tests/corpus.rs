@@ -1,8 +1,8 @@
 //! The whole corpus on the CPU backend, one libtest test per case, each case at its own
-//! feature level (the backend validates as a device at that level, and must say so). Two threads whatever the
-//! machine, and threads and non-temporal stores from 1 MiB (by default 4 MiB and 8 MiB), so
-//! the large tier's outputs of just over 1 MiB cross the threaded and non-temporal paths, on
-//! one core too.
+//! feature level (the backend validates as a device at that level, and must report it). Two
+//! threads whatever the machine, and threads and non-temporal stores from 1 MiB (by default
+//! 4 MiB and 8 MiB), so the large tier's outputs of just over 1 MiB cross the threaded and
+//! non-temporal paths, on one core too.
 
 use dmlcts_backend_cpu::CpuBackend;
 
