@@ -308,22 +308,32 @@ mod tests {
         (op, inputs, vec![0u8; 4 * part])
     }
 
+    /// Runs `op`'s FLOAT32 plan on two threads with the default streaming threshold.
+    fn run_float32(
+        op: &OperatorDesc,
+        inputs: &[&[u8]],
+        outputs: Vec<&mut [u8]>,
+        parallel_threshold: usize,
+    ) -> RunStats {
+        let plans = plan(op);
+        run_all(
+            &plans,
+            inputs,
+            outputs,
+            4,
+            2,
+            parallel_threshold,
+            STREAM_MIN_OUTPUT_BYTES,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn large_contiguous_runs_take_the_nontemporal_path_in_chunks_over_threads() {
         // 16 MiB: four 4 MiB contiguous runs.
         let (op, inputs, mut output) = join_axis_0(1024, 4096);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let plans = plan(&op);
-        let stats = run_all(
-            &plans,
-            &refs,
-            vec![&mut output],
-            4,
-            2,
-            1 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &refs, vec![&mut output], 1 << 20);
         assert_eq!(
             stats.streamed,
             16 << 20,
@@ -342,18 +352,8 @@ mod tests {
         });
         let source = input(0, 16 << 20);
         let mut outputs = vec![vec![0u8; 4 << 20]; 4];
-        let plans = plan(&op);
         let bindings: Vec<&mut [u8]> = outputs.iter_mut().map(Vec::as_mut_slice).collect();
-        let stats = run_all(
-            &plans,
-            &[&source],
-            bindings,
-            4,
-            2,
-            1 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &[&source], bindings, 1 << 20);
         assert_eq!(stats.streamed, 16 << 20);
         assert_eq!(stats.tasks, 2 * CHUNKS_PER_THREAD);
         assert_eq!(outputs.concat(), source);
@@ -365,17 +365,7 @@ mod tests {
         let (op, inputs, mut output) = join_axis_0(1024, 2047);
         assert!(output.len() < STREAM_MIN_OUTPUT_BYTES);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let plans = plan(&op);
-        let stats = run_all(
-            &plans,
-            &refs,
-            vec![&mut output],
-            4,
-            2,
-            16 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &refs, vec![&mut output], 16 << 20);
         assert_eq!(
             stats,
             RunStats {
@@ -387,16 +377,7 @@ mod tests {
         // A 4 KiB case: one task, no streaming.
         let (op, inputs, mut output) = join_axis_0(4, 256);
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
-        let stats = run_all(
-            &plan(&op),
-            &refs,
-            vec![&mut output],
-            4,
-            2,
-            1 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &refs, vec![&mut output], 1 << 20);
         assert_eq!(
             stats,
             RunStats {
@@ -419,16 +400,7 @@ mod tests {
         let inputs: Vec<Vec<u8>> = (0..4).map(|i| input(i, 4 << 20)).collect();
         let refs: Vec<&[u8]> = inputs.iter().map(Vec::as_slice).collect();
         let mut output = vec![0u8; 16 << 20];
-        let stats = run_all(
-            &plan(&op),
-            &refs,
-            vec![&mut output],
-            4,
-            2,
-            1 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &refs, vec![&mut output], 1 << 20);
         assert_eq!(stats.streamed, 0);
         for row in 0..4096 {
             for (i, part) in inputs.iter().enumerate() {
@@ -446,16 +418,7 @@ mod tests {
             input_window_strides: vec![1, -1],
         });
         let source = input(0, 16 << 20);
-        let stats = run_all(
-            &plan(&op),
-            &[&source],
-            vec![&mut output],
-            4,
-            2,
-            1 << 20,
-            STREAM_MIN_OUTPUT_BYTES,
-        )
-        .unwrap();
+        let stats = run_float32(&op, &[&source], vec![&mut output], 1 << 20);
         assert_eq!(stats.streamed, 0);
         assert_eq!(&output[..4], &source[4 * 4095..4 * 4096]);
     }
