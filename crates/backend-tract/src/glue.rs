@@ -7,6 +7,7 @@
 
 use crate::model::{datum_type, shape};
 use dmlcts_tensor::{Coordinates, TensorDesc};
+use std::ops::Range;
 use tract_core::prelude::Tensor;
 
 /// Calls `row(offset, step)` for each innermost row of `desc` in row-major order: the byte
@@ -54,44 +55,64 @@ fn row_length(desc: &TensorDesc) -> u64 {
     desc.sizes.last().map_or(1, |&s| u64::from(s))
 }
 
-/// The elements of a strided buffer as a packed tract tensor of the descriptor's type.
-pub fn gather(desc: &TensorDesc, bytes: &[u8]) -> Result<Tensor, String> {
-    let mut tensor = Tensor::zero_dt(datum_type(desc.data_type), &shape(desc))
-        .map_err(|e| format!("tract cannot make a {:?} tensor: {e:#}", desc.sizes))?;
-    let packed = tensor.as_bytes_mut();
+/// Pairs the elements of `desc` in a buffer of `len` bytes, in row-major order, with the
+/// bytes of a packed tensor of `packed_len` bytes: `copy(buffer bytes, packed bytes)` once for
+/// each contiguous row, once for each element otherwise. `overflow` is the error when the
+/// packed bytes run out. Returns the packed bytes paired.
+fn pair_with_packed(
+    desc: &TensorDesc,
+    len: usize,
+    packed_len: usize,
+    overflow: &str,
+    mut copy: impl FnMut(Range<usize>, Range<usize>),
+) -> Result<usize, String> {
     let size = desc.data_type.element_size();
     let count = row_length(desc);
     let mut next = 0usize;
+    let mut pair = |from: usize, to: usize| {
+        let end = next + (to - from);
+        if end > packed_len {
+            return Err(overflow.to_string());
+        }
+        copy(from..to, next..end);
+        next = end;
+        Ok(())
+    };
     rows(desc, |start, step| {
         if count == 0 {
             return Ok(());
         }
         if step == size as u64 {
             // A contiguous row: one copy.
-            let (from, _) = element(start, step, 0, size, bytes.len())?;
-            let (_, to) = element(start, step, count.saturating_sub(1), size, bytes.len())?;
-            let run = count as usize * size;
-            let target = packed
-                .get_mut(next..next + run)
-                .ok_or("more elements than the tensor holds")?;
-            target.copy_from_slice(&bytes[from..to]);
-            next += run;
-            return Ok(());
+            let (from, _) = element(start, step, 0, size, len)?;
+            let (_, to) = element(start, step, count - 1, size, len)?;
+            return pair(from, to);
         }
         for j in 0..count {
-            let (from, to) = element(start, step, j, size, bytes.len())?;
-            let target = packed
-                .get_mut(next..next + size)
-                .ok_or("more elements than the tensor holds")?;
-            target.copy_from_slice(&bytes[from..to]);
-            next += size;
+            let (from, to) = element(start, step, j, size, len)?;
+            pair(from, to)?;
         }
         Ok(())
     })?;
-    if next != packed.len() {
+    Ok(next)
+}
+
+/// The elements of a strided buffer as a packed tract tensor of the descriptor's type.
+pub fn gather(desc: &TensorDesc, bytes: &[u8]) -> Result<Tensor, String> {
+    let mut tensor = Tensor::zero_dt(datum_type(desc.data_type), &shape(desc))
+        .map_err(|e| format!("tract cannot make a {:?} tensor: {e:#}", desc.sizes))?;
+    let packed = tensor.as_bytes_mut();
+    let packed_len = packed.len();
+    let next = pair_with_packed(
+        desc,
+        bytes.len(),
+        packed_len,
+        "more elements than the tensor holds",
+        |from, to| packed[to].copy_from_slice(&bytes[from]),
+    )?;
+    if next != packed_len {
         return Err(format!(
-            "gathered {next} bytes for a {}-byte tensor",
-            packed.len()
+            "gathered {next} bytes for a {packed_len}-byte tensor"
         ));
     }
     Ok(tensor)
@@ -110,35 +131,13 @@ pub fn scatter(tensor: &Tensor, desc: &TensorDesc, buffer: &mut [u8]) -> Result<
         ));
     }
     let packed = tensor.as_bytes();
-    let size = desc.data_type.element_size();
-    let count = row_length(desc);
-    let len = buffer.len();
-    let mut next = 0usize;
-    rows(desc, |start, step| {
-        if count == 0 {
-            return Ok(());
-        }
-        if step == size as u64 {
-            let (from, _) = element(start, step, 0, size, len)?;
-            let (_, to) = element(start, step, count.saturating_sub(1), size, len)?;
-            let run = count as usize * size;
-            let source = packed
-                .get(next..next + run)
-                .ok_or("fewer elements than the output has")?;
-            buffer[from..to].copy_from_slice(source);
-            next += run;
-            return Ok(());
-        }
-        for j in 0..count {
-            let (from, to) = element(start, step, j, size, len)?;
-            let source = packed
-                .get(next..next + size)
-                .ok_or("fewer elements than the output has")?;
-            buffer[from..to].copy_from_slice(source);
-            next += size;
-        }
-        Ok(())
-    })?;
+    let next = pair_with_packed(
+        desc,
+        buffer.len(),
+        packed.len(),
+        "fewer elements than the output has",
+        |to, from| buffer[to].copy_from_slice(&packed[from]),
+    )?;
     if next != packed.len() {
         return Err(format!(
             "scattered {next} of tract's {} bytes",
