@@ -122,55 +122,32 @@ impl Gpu {
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
         );
-        let mut copies = Vec::new();
-        // Pieces that can share a dispatch: same buffers, same specialization.
-        let mut kernel_pieces: BTreeMap<(usize, usize, Specialization), Vec<KernelPiece>> =
-            BTreeMap::new();
-        let es = element_bytes as i64;
-        for (k, output) in copy_plan(op).iter().enumerate() {
-            let offset = output_offsets[k] as u64;
-            if !offset.is_multiple_of(element_bytes) {
-                return Err(format!(
-                    "output {k} is bound at byte {offset}, not a multiple of {element_bytes}"
-                ));
-            }
-            let (dst_buffer, dst_place) = output_placement.places[k];
-            for piece in &output.pieces {
-                let dims = merge_dimensions(&piece.sizes, &piece.src_strides, &output.strides);
-                let (src_buffer, src_place) = input_placement.places[piece.input];
-                let src_byte = src_place + (piece.src_base * es) as u64;
-                let dst_byte = dst_place + offset + (output.dst_base(piece) * es) as u64;
-                if let [(n, 1, 1)] = dims.as_slice() {
-                    let bytes = n * element_bytes;
-                    if src_byte.is_multiple_of(4)
-                        && dst_byte.is_multiple_of(4)
-                        && bytes.is_multiple_of(4)
-                    {
-                        copies.push(RunCopy {
-                            src_buffer,
-                            dst_buffer,
-                            src_byte,
-                            dst_byte,
-                            bytes,
-                        });
-                        continue;
-                    }
-                }
-                let piece = kernel_piece(&dims, element_bytes, src_byte, dst_byte);
-                let specialization = Specialization {
-                    mode: piece.mode,
-                    element_log2: element_bytes.trailing_zeros(),
-                    edges: piece.edges,
-                    outer: piece.outer.len() as u32,
-                    per_lane: piece.per_lane as u32,
-                    moving,
-                };
-                kernel_pieces
-                    .entry((src_buffer, dst_buffer, specialization))
-                    .or_default()
-                    .push(piece);
-            }
-        }
+        let (copies, kernel_pieces) = sort_pieces(
+            op,
+            element_bytes,
+            output_offsets,
+            &input_placement,
+            &output_placement,
+            moving,
+        )?;
+        let dispatches = self.dispatches(&kernel_pieces, &input_placement, &output_placement)?;
+        Ok(Prepared {
+            inputs: input_placement,
+            outputs: output_placement,
+            output_lengths: outputs.iter().map(|o| o.len() as u64).collect(),
+            dispatches,
+            copies,
+        })
+    }
+
+    /// One dispatch per chunk of `kernel_pieces` that shares buffers and a specialization,
+    /// each with its piece table and bind group.
+    fn dispatches(
+        &self,
+        kernel_pieces: &KernelPieces,
+        input_placement: &Placement,
+        output_placement: &Placement,
+    ) -> Result<Vec<Dispatch>, String> {
         let max_groups = u64::from(self.limits.max_compute_workgroups_per_dimension.max(1));
         let mut dispatches = Vec::new();
         // z: the piece; x and y: its workgroups, folded under the per-dimension limit.
@@ -236,14 +213,71 @@ impl Gpu {
                 groups: (x as u32, y as u32, pieces.len() as u32),
             });
         }
-        Ok(Prepared {
-            inputs: input_placement,
-            outputs: output_placement,
-            output_lengths: outputs.iter().map(|o| o.len() as u64).collect(),
-            dispatches,
-            copies,
-        })
+        Ok(dispatches)
     }
+}
+
+/// Pieces that can share a dispatch: same buffers, same specialization.
+type KernelPieces = BTreeMap<(usize, usize, Specialization), Vec<KernelPiece>>;
+
+/// Sorts the pieces of `op`'s copy plan: contiguous, 4-byte-aligned runs become buffer
+/// copies; every other piece a kernel piece, grouped by the dispatch that can run it.
+fn sort_pieces(
+    op: &OperatorDesc,
+    element_bytes: u64,
+    output_offsets: &[usize],
+    input_placement: &Placement,
+    output_placement: &Placement,
+    moving: bool,
+) -> Result<(Vec<RunCopy>, KernelPieces), String> {
+    let mut copies = Vec::new();
+    let mut kernel_pieces: KernelPieces = BTreeMap::new();
+    let es = element_bytes as i64;
+    for (k, output) in copy_plan(op).iter().enumerate() {
+        let offset = output_offsets[k] as u64;
+        if !offset.is_multiple_of(element_bytes) {
+            return Err(format!(
+                "output {k} is bound at byte {offset}, not a multiple of {element_bytes}"
+            ));
+        }
+        let (dst_buffer, dst_place) = output_placement.places[k];
+        for piece in &output.pieces {
+            let dims = merge_dimensions(&piece.sizes, &piece.src_strides, &output.strides);
+            let (src_buffer, src_place) = input_placement.places[piece.input];
+            let src_byte = src_place + (piece.src_base * es) as u64;
+            let dst_byte = dst_place + offset + (output.dst_base(piece) * es) as u64;
+            if let [(n, 1, 1)] = dims.as_slice() {
+                let bytes = n * element_bytes;
+                if src_byte.is_multiple_of(4)
+                    && dst_byte.is_multiple_of(4)
+                    && bytes.is_multiple_of(4)
+                {
+                    copies.push(RunCopy {
+                        src_buffer,
+                        dst_buffer,
+                        src_byte,
+                        dst_byte,
+                        bytes,
+                    });
+                    continue;
+                }
+            }
+            let piece = kernel_piece(&dims, element_bytes, src_byte, dst_byte);
+            let specialization = Specialization {
+                mode: piece.mode,
+                element_log2: element_bytes.trailing_zeros(),
+                edges: piece.edges,
+                outer: piece.outer.len() as u32,
+                per_lane: piece.per_lane as u32,
+                moving,
+            };
+            kernel_pieces
+                .entry((src_buffer, dst_buffer, specialization))
+                .or_default()
+                .push(piece);
+        }
+    }
+    Ok((copies, kernel_pieces))
 }
 
 #[cfg(test)]
