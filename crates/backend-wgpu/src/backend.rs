@@ -4,8 +4,6 @@
 
 use crate::device::{Gpu, describe, open};
 use crate::kernel::KERNEL;
-use crate::limits::GUARD_ALLOWANCE;
-use crate::plan::padded;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
     Rejected,
@@ -99,23 +97,7 @@ impl Backend for WgpuBackend {
             .as_ref()
             .map_err(|e| CompileError::Failed(e.clone()))?;
         dmlcts_oracle::validate(op, self.level).map_err(Rejected::from)?;
-        let limit = gpu.limit_bytes();
-        let largest = op
-            .inputs()
-            .iter()
-            .map(|(_, d)| d.total_tensor_size_in_bytes)
-            .chain(
-                op.outputs()
-                    .iter()
-                    .map(|(_, d)| d.total_tensor_size_in_bytes + GUARD_ALLOWANCE),
-            )
-            .max()
-            .unwrap_or(0);
-        if padded(largest) > limit {
-            return Err(CompileError::Unsupported(format!(
-                "a {largest}-byte buffer is over the adapter's storage binding limit of {limit} bytes"
-            )));
-        }
+        gpu.check_binding_limit(op)?;
         Ok(Box::new(CompiledWgpu {
             gpu,
             op: op.clone(),

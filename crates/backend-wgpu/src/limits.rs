@@ -1,10 +1,12 @@
-//! What the adapter's limits allow: the largest buffer a binding reaches, and the room the
-//! harness's guard bands take around an output.
+//! What the adapter's limits allow: the largest buffer a binding reaches, and `compile`'s
+//! check that every tensor (an output with room for its guard bands) fits under it.
 
 use crate::device::Gpu;
+use crate::plan::padded;
+use dmlcts_tensor::{CompileError, OperatorDesc};
 
 /// Bytes of guard band the harness puts around an output, with room to spare.
-pub(crate) const GUARD_ALLOWANCE: u64 = 1024;
+const GUARD_ALLOWANCE: u64 = 1024;
 /// The kernel addresses bytes with u32: buffers stay below 4 GiB.
 const MAX_ADDRESSABLE: u64 = (1 << 32) - 256;
 
@@ -14,6 +16,29 @@ impl Gpu {
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
             .min(MAX_ADDRESSABLE)
+    }
+
+    /// Unsupported when a tensor of `op` (an output with room for its guard bands) needs a
+    /// buffer larger than a binding can reach.
+    pub(crate) fn check_binding_limit(&self, op: &OperatorDesc) -> Result<(), CompileError> {
+        let limit = self.limit_bytes();
+        let largest = op
+            .inputs()
+            .iter()
+            .map(|(_, d)| d.total_tensor_size_in_bytes)
+            .chain(
+                op.outputs()
+                    .iter()
+                    .map(|(_, d)| d.total_tensor_size_in_bytes + GUARD_ALLOWANCE),
+            )
+            .max()
+            .unwrap_or(0);
+        if padded(largest) > limit {
+            return Err(CompileError::Unsupported(format!(
+                "a {largest}-byte buffer is over the adapter's storage binding limit of {limit} bytes"
+            )));
+        }
+        Ok(())
     }
 }
 
