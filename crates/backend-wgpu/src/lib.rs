@@ -1,11 +1,12 @@
 //! DML_SPLIT, DML_JOIN and DML_SLICE1 on wgpu, as one WGSL compute kernel (kernel.wgsl).
 //!
 //! Each operator is the shared copy plan (`dmlcts_tensor::copy_plan`): pieces, each a
-//! strided block copy from one input into one output. Each piece is one dispatch binding
-//! exactly two storage buffers (its input and its output) and a uniform, so a Split with
-//! many outputs or a Join with many inputs works under any storage-buffer limit. Outputs go
-//! to the GPU inside the harness's guarded buffer and come back whole, so a write outside an
-//! output lands in the guard bands, where the harness looks.
+//! strided block copy from one input into one output. Aligned contiguous pieces become buffer
+//! copies; every other piece is one entry of a piece table, and one dispatch covers all the
+//! pieces that share buffers and a kernel specialization (inputs share one device buffer and
+//! outputs another when they fit under the storage binding limit; otherwise each has its own).
+//! Outputs go to the GPU inside the harness's guarded buffer and come back whole, so a write
+//! outside an output lands in the guard bands, where the harness looks.
 //!
 //! The crate by job: `backend` (the options, `WgpuBackend` and its `Backend` impl), `device`
 //! (the adapter, the device, the kernel's pipelines), `limits` (what a binding can reach),
