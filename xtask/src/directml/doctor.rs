@@ -3,7 +3,7 @@
 //! die in a vkd3d assertion. The checks see the machine only through `System` (programs to
 //! run, folders to search), so a test can hand them fake ones.
 
-use super::Pin;
+use super::pins::Pin;
 use std::path::{Path, PathBuf};
 
 /// Runs a program with arguments: its stdout if it ran and succeeded.
@@ -55,7 +55,7 @@ impl System {
             }),
             path,
             library_dirs,
-            icd: super::icd_path(),
+            icd: super::wine::icd_path(),
             wine_prefix: super::stack_dir().join("wineprefix"),
         }
     }

@@ -1,0 +1,229 @@
+//! `directml matrix`: the corpus with expectations on every pinned version, each in its own
+//! `cargo xtask conformance` process, summed up as the README's versions table.
+
+use super::pins::{PINS, Pin};
+use super::setup::setup;
+use super::{USAGE, stack_dir};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+/// One version's line in the matrix, from its conformance run's JSON report.
+struct MatrixRow {
+    pin: &'static Pin,
+    loaded: String,
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+    expected_failures: u64,
+    feature_level: String,
+    seconds: f64,
+}
+
+const README_BEGIN: &str =
+    "<!-- directml matrix: begin (cargo xtask directml matrix --write-readme) -->";
+const README_END: &str = "<!-- directml matrix: end -->";
+
+fn matrix_table(rows: &[MatrixRow]) -> String {
+    let mut table = String::from(
+        "| DirectML.dll loaded | from | passed | failed | skipped | expected failures | max feature level | run (s) |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | --- | ---: |\n",
+    );
+    for row in rows {
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} |\n",
+            row.loaded,
+            row.pin.requirement,
+            row.passed,
+            row.failed,
+            row.skipped,
+            row.expected_failures,
+            row.feature_level,
+            row.seconds
+        ));
+    }
+    table
+}
+
+/// Replaces the README's table between its markers.
+fn replace_between_markers(readme: &str, table: &str) -> Result<String, String> {
+    let begin = readme
+        .find(README_BEGIN)
+        .ok_or_else(|| format!("README.md has no `{README_BEGIN}` line"))?;
+    let end = readme[begin..]
+        .find(README_END)
+        .map(|e| begin + e)
+        .ok_or_else(|| format!("README.md has no `{README_END}` line after the begin marker"))?;
+    Ok(format!(
+        "{}{README_BEGIN}\n{table}{}",
+        &readme[..begin],
+        &readme[end..]
+    ))
+}
+
+/// `cargo xtask directml matrix`: the corpus with expectations on every pinned version, each
+/// in its own `cargo xtask conformance` process; prints the table (and writes it into the
+/// README with --write-readme). Fails if any version's run failed.
+pub(super) fn matrix_main(args: &[String]) -> i32 {
+    let mut write_readme = false;
+    for arg in args {
+        match arg.as_str() {
+            "--write-readme" => write_readme = true,
+            other => {
+                dmlcts_cli::say_err!("directml matrix: unknown option `{other}`\n{USAGE}");
+                return 2;
+            }
+        }
+    }
+    let root = crate::repository_root();
+    let out = stack_dir().join("matrix");
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        dmlcts_cli::say_err!("directml matrix: {}: {e}", out.display());
+        return 1;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            dmlcts_cli::say_err!("directml matrix: {e}");
+            return 1;
+        }
+    };
+    // Set every version up first, so that the timings below are the runs alone.
+    for pin in PINS {
+        if let Err(e) = setup(pin) {
+            dmlcts_cli::say_err!("directml matrix: setting up DirectML {}: {e}", pin.version);
+            return 1;
+        }
+    }
+    let mut rows = Vec::new();
+    let mut status = 0;
+    for pin in PINS {
+        let Some((row, ok)) = run_version(&exe, &root, &out, pin) else {
+            status = 1;
+            continue;
+        };
+        if !ok {
+            status = 1;
+        }
+        rows.push(row);
+    }
+    let table = matrix_table(&rows);
+    dmlcts_cli::say!("\n{table}");
+    let table_file = out.join("table.md");
+    if let Err(e) = std::fs::write(&table_file, &table) {
+        dmlcts_cli::say_err!("directml matrix: {}: {e}", table_file.display());
+        return 1;
+    }
+    if write_readme && !write_into_readme(&root, &table) {
+        return 1;
+    }
+    status
+}
+
+/// One version's conformance run, its log and JSON report in `out`: its row and whether the
+/// run succeeded, after a line saying so; `None` after a line naming the log when it wrote no
+/// report.
+fn run_version(
+    exe: &Path,
+    root: &Path,
+    out: &Path,
+    pin: &'static Pin,
+) -> Option<(MatrixRow, bool)> {
+    let json = out.join(format!("{}.json", pin.version));
+    let log = out.join(format!("{}.log", pin.version));
+    let _ = std::fs::remove_file(&json);
+    let started = Instant::now();
+    let ran = std::fs::File::create(&log)
+        .and_then(|file| Ok((file.try_clone()?, file)))
+        .and_then(|(stdout, stderr)| {
+            Command::new(exe)
+                .arg("conformance")
+                .arg("--backend")
+                .arg(format!("directml@{}", pin.version))
+                .arg("--expectations")
+                .arg(root.join("expectations/directml.yaml"))
+                .arg("--json")
+                .arg(&json)
+                .stdout(stdout)
+                .stderr(stderr)
+                .status()
+        });
+    let seconds = started.elapsed().as_secs_f64();
+    let report: Option<serde_json::Value> = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let ok = ran.as_ref().is_ok_and(|s| s.success());
+    let Some(report) = report else {
+        let tail = std::fs::read_to_string(&log).unwrap_or_default();
+        let last = tail.lines().last().unwrap_or("no output");
+        dmlcts_cli::say!(
+            "DirectML {}: no report ({last}); log: {}",
+            pin.version,
+            log.display()
+        );
+        return None;
+    };
+    let summary = &report["summary"];
+    let count = |key: &str| summary[key].as_u64().unwrap_or(0);
+    let row = MatrixRow {
+        pin,
+        loaded: summary["version"].as_str().unwrap_or("(none)").to_string(),
+        passed: count("passed"),
+        failed: count("failed"),
+        skipped: count("skipped"),
+        expected_failures: count("expected_failures"),
+        feature_level: summary["feature_level"].as_str().unwrap_or("?").to_string(),
+        seconds,
+    };
+    dmlcts_cli::say!(
+        "DirectML {} (loaded {}): {} passed, {} failed, {} skipped, {} expected failures, \
+         feature level {}, {seconds:.1} s; log: {}",
+        pin.version,
+        row.loaded,
+        row.passed,
+        row.failed,
+        row.skipped,
+        row.expected_failures,
+        row.feature_level,
+        log.display()
+    );
+    Some((row, ok))
+}
+
+/// Writes the table into the README between its markers; false after a line saying why not.
+fn write_into_readme(root: &Path, table: &str) -> bool {
+    let readme = root.join("README.md");
+    let result = std::fs::read_to_string(&readme)
+        .map_err(|e| e.to_string())
+        .and_then(|text| replace_between_markers(&text, table))
+        .and_then(|text| std::fs::write(&readme, text).map_err(|e| e.to_string()));
+    match result {
+        Ok(()) => {
+            dmlcts_cli::say!("directml matrix: wrote the table into {}", readme.display());
+            true
+        }
+        Err(e) => {
+            dmlcts_cli::say_err!("directml matrix: {}: {e}", readme.display());
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_readme_table_is_replaced_between_its_markers() {
+        let readme = format!("intro\n{README_BEGIN}\nold table\n{README_END}\nrest\n");
+        assert_eq!(
+            replace_between_markers(&readme, "| new |\n").unwrap(),
+            format!("intro\n{README_BEGIN}\n| new |\n{README_END}\nrest\n")
+        );
+        assert!(
+            replace_between_markers("no markers", "x")
+                .unwrap_err()
+                .contains("has no")
+        );
+    }
+}
