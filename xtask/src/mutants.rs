@@ -80,6 +80,41 @@ pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
         );
         return 2;
     };
+    if let Err(status) = check_cargo_mutants() {
+        return status;
+    }
+    let out = root.join("target").join("mutants").join(target.package);
+    let outcomes = out.join("mutants.out");
+    let _ = std::fs::remove_dir_all(&outcomes);
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        say_err!("error: cannot create {}: {e}", out.display());
+        return 2;
+    }
+    let Some(mut command) = mutants_command(target, root, &out, extra) else {
+        return 2;
+    };
+    say!("measuring {}:\n  {command:?}", target.about);
+    say!(
+        "  (--in-place: each mutant is written into the source tree, tested and undone; \
+         leave the sources alone until it finishes)"
+    );
+    let started = Instant::now();
+    // cargo-mutants exits non-zero when mutants survive: the outcomes say what happened.
+    let status = match command.status() {
+        Ok(status) => status.code().unwrap_or(2),
+        Err(e) => {
+            say_err!("error: cannot run cargo mutants: {e}");
+            return 2;
+        }
+    };
+    let seconds = started.elapsed().as_secs();
+    report(target, &outcomes, root, seconds, extra, status)
+}
+
+/// Whether cargo-mutants is installed (with a warning when it is not the release the
+/// README's figures were measured with); otherwise the exit status, after saying how to
+/// install it.
+fn check_cargo_mutants() -> Result<(), i32> {
     match Command::new("cargo")
         .args(["mutants", "--version"])
         .output()
@@ -98,21 +133,20 @@ pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
                 "error: cargo-mutants is not installed. Install the version the README's figures \
                  were measured with:\n  cargo install cargo-mutants --version {MEASURED_VERSION} --locked"
             );
-            return 2;
+            return Err(2);
         }
     }
-    let out = root.join("target").join("mutants").join(target.package);
-    let outcomes = out.join("mutants.out");
-    let _ = std::fs::remove_dir_all(&outcomes);
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        say_err!("error: cannot create {}: {e}", out.display());
-        return 2;
-    }
+    Ok(())
+}
+
+/// The cargo-mutants command for `target`, writing into `out`. A target whose tests include
+/// other packages' has its tests run once without mutations first (`None` when they fail).
+fn mutants_command(target: &Target, root: &Path, out: &Path, extra: &[String]) -> Option<Command> {
     let mut command = Command::new("cargo");
     command
         .current_dir(root)
         .args(["mutants", "--in-place", "--output"])
-        .arg(&out)
+        .arg(out)
         .args(target.mutate);
     if !target.test_packages.is_empty() {
         // cargo-mutants 27.1.0 runs its unmutated baseline on the mutated package alone,
@@ -127,26 +161,24 @@ pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
         say!("the tests without mutations:\n  {baseline:?}");
         if !baseline.status().is_ok_and(|s| s.success()) {
             say_err!("error: the tests fail without mutations; fix that first");
-            return 2;
+            return None;
         }
         command.args(["--baseline", "skip", "--timeout", "180"]);
     }
     command.args(extra).arg("--").args(target.tests);
-    say!("measuring {}:\n  {command:?}", target.about);
-    say!(
-        "  (--in-place: each mutant is written into the source tree, tested and undone; \
-         leave the sources alone until it finishes)"
-    );
-    let started = Instant::now();
-    // cargo-mutants exits non-zero when mutants survive: the outcomes say what happened.
-    let status = match command.status() {
-        Ok(status) => status.code().unwrap_or(2),
-        Err(e) => {
-            say_err!("error: cannot run cargo mutants: {e}");
-            return 2;
-        }
-    };
-    let seconds = started.elapsed().as_secs();
+    Some(command)
+}
+
+/// The measurement's outcomes: the counts, the kill ratio, the survivors against the README's
+/// list, the timeouts, and the exit status (a subset is not held to the required ratio).
+fn report(
+    target: &Target,
+    outcomes: &Path,
+    root: &Path,
+    seconds: u64,
+    extra: &[String],
+    status: i32,
+) -> i32 {
     let counts = match Counts::read(&outcomes.join("outcomes.json")) {
         Ok(counts) => counts,
         Err(e) => {
