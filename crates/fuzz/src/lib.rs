@@ -5,13 +5,15 @@
 
 pub mod campaign;
 pub mod check;
+pub mod options;
+pub mod outcome;
 pub mod report;
 pub mod shrink;
 pub mod signature;
 pub mod strategies;
 
-pub use campaign::{
-    Bucket, BucketStatus, CampaignOptions, CampaignOutcome, Progress, Shard, run_campaign,
-};
+pub use campaign::run_campaign;
 pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case};
+pub use options::{CampaignOptions, Shard};
+pub use outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};
 pub use signature::{CheckKind, signature};

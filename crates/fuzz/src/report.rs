@@ -1,8 +1,10 @@
 //! What a campaign leaves behind: one minimal case per bucket, saved in the corpus format and
 //! named by its signature, and the `--json` report.
 
-use crate::campaign::{Bucket, BucketStatus, CampaignOptions, CampaignOutcome, slug};
+use crate::campaign::slug;
 use crate::check::{Mix, materialize_all};
+use crate::options::CampaignOptions;
+use crate::outcome::{Bucket, BucketStatus, CampaignOutcome};
 use dmlcts_harness::data::logical_elements;
 use dmlcts_harness::{Expectation, cases_to_yaml};
 use dmlcts_oracle::execute as oracle_execute;

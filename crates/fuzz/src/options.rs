@@ -1,0 +1,92 @@
+//! What a campaign is asked to do: its budget (cases, time), seed, operator and mix, shard,
+//! limits, where cases are saved, and the expectations it classifies failures by.
+
+use crate::check::Mix;
+use dmlcts_harness::known::{KnownDifference, NotEnforced};
+use dmlcts_tensor::OperatorKind;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which part of a campaign's case indices to run: `index` of `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `I/N` (0 <= I < N).
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let (i, n) = text.split_once('/').ok_or(format!("`{text}` is not I/N"))?;
+        let index: u64 = i
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{i}` is not a number"))?;
+        let count: u64 = n
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{n}` is not a number"))?;
+        if count == 0 || index >= count {
+            return Err(format!("`{text}`: need 0 <= I < N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// Where shrinking stops by default: through a slow out-of-process backend (Wine,
+/// DirectML: about 150 cases/s) this is a few thousand attempts, well under a minute.
+pub const DEFAULT_SHRINK_TIME: Duration = Duration::from_secs(20);
+pub const DEFAULT_MAX_FINDINGS: usize = 20;
+
+#[derive(Clone, Debug)]
+pub struct CampaignOptions {
+    /// Case indices 0..cases (of the whole campaign, before sharding). With `time`, whichever
+    /// ends first; with neither, the campaign runs until stopped.
+    pub cases: Option<u64>,
+    pub time: Option<Duration>,
+    pub seed: u64,
+    pub op: Option<OperatorKind>,
+    pub mix: Mix,
+    pub shard: Shard,
+    /// New buckets after which failures that fit no bucket are only counted (not shrunk).
+    pub max_findings: usize,
+    /// The time shrinking and normalizing one failure may take.
+    pub shrink_time: Duration,
+    /// Where each bucket's minimal case is saved; `None` saves nothing.
+    pub out_dir: Option<PathBuf>,
+    /// The backend's name as given on the command line (for replay commands).
+    pub backend_name: String,
+    /// The backend's device text (expectations entries may key on it and on the version in
+    /// it; the backend part of their key is matched against the backend's own `name()`).
+    pub device: String,
+    pub known_differences: Vec<KnownDifference>,
+    pub not_enforced: Vec<NotEnforced>,
+    /// Prepended to replay commands: the `DMLCTS_*` settings that shaped the run.
+    pub env_prefix: String,
+    /// The command replay lines start with (`cargo xtask`, `dmlcts`).
+    pub program: String,
+}
+
+impl CampaignOptions {
+    pub fn new(backend_name: &str, seed: u64) -> CampaignOptions {
+        CampaignOptions {
+            cases: Some(10_000),
+            time: None,
+            seed,
+            op: None,
+            mix: Mix::Both,
+            shard: Shard::WHOLE,
+            max_findings: DEFAULT_MAX_FINDINGS,
+            shrink_time: DEFAULT_SHRINK_TIME,
+            out_dir: None,
+            backend_name: backend_name.to_string(),
+            device: String::new(),
+            known_differences: Vec::new(),
+            not_enforced: Vec::new(),
+            env_prefix: String::new(),
+            program: "cargo xtask".to_string(),
+        }
+    }
+}
