@@ -12,8 +12,9 @@
 //! unsharded campaign.
 
 use crate::check::{CheckFailure, Checked, case_strategy, check_case};
+use crate::save::save_bucket;
+use crate::shrink;
 use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
-use crate::{report, shrink};
 use dmlcts_harness::Case;
 use dmlcts_harness::known::{KnownDifference, NotEnforced, predicate};
 use dmlcts_tensor::{Backend, OperatorKind};
@@ -24,9 +25,11 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-// What a campaign takes and what it produces, also at their former paths here.
+// What a campaign takes and what it produces (and the names of saved cases), moved to modules
+// of their own; also at their former paths here.
 pub use crate::options::{CampaignOptions, DEFAULT_MAX_FINDINGS, DEFAULT_SHRINK_TIME, Shard};
 pub use crate::outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};
+pub use crate::save::slug;
 
 /// The seed of case `index` of a campaign (splitmix64 of both).
 pub fn case_seed(seed: u64, index: u64) -> u64 {
@@ -349,7 +352,7 @@ impl Campaign<'_> {
             }
             None => {
                 let mut bucket = bucket;
-                report::save_bucket(self.options, &mut bucket);
+                save_bucket(self.options, &mut bucket);
                 state.buckets.insert(id.to_string(), bucket);
             }
         }
@@ -438,19 +441,6 @@ fn without_replay_lines(report: &str) -> String {
         .join("\n")
 }
 
-/// A name made of `[a-z0-9_]`.
-pub fn slug(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Runs a campaign with one job per backend instance (at least one). `progress` is called
 /// from the calling thread about every 100 ms, and once at the end with `finished` set.
 pub fn run_campaign(
@@ -529,7 +519,7 @@ pub fn run_campaign(
     };
     buckets.sort_by(|a, b| (rank(a), a.first_index, &a.id).cmp(&(rank(b), b.first_index, &b.id)));
     for bucket in &mut buckets {
-        report::save_bucket(options, bucket);
+        save_bucket(options, bucket);
     }
     CampaignOutcome {
         cases_run: campaign.cases_run.load(Ordering::Relaxed),
