@@ -106,6 +106,34 @@ pub fn check_case(
     })
 }
 
+/// A panic anywhere in the checks (the invariants call the backend directly) is a crash.
+pub(crate) fn checked(
+    backend: &dyn Backend,
+    case: &Case,
+    not_enforced: &[String],
+) -> Result<Checked, CheckFailure> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_case(backend, case, not_enforced)
+    })) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "(no message)".to_string());
+            Err(CheckFailure {
+                kind: CheckKind::Crash,
+                report: format!(
+                    "FAIL {}\n  check: panicked\n  panic: {message}\n",
+                    case.name
+                ),
+                case: Box::new(case.clone()),
+            })
+        }
+    }
+}
+
 /// Executes on the backend into plain buffers of exactly TotalTensorSizeInBytes.
 fn run_plain(
     backend: &dyn Backend,

@@ -3,7 +3,9 @@
 //! campaign loop (budgets, jobs, shards), time-bounded shrinking, buckets and their
 //! signatures, known differences from the expectations file, and the campaign report.
 
+mod bucketing;
 pub mod campaign;
+pub mod cases;
 pub mod check;
 pub mod options;
 pub mod outcome;

@@ -1,0 +1,333 @@
+//! How a campaign's failures are bucketed, shared by its jobs: a failure an expectations
+//! entry's predicate describes is known; another is counted in the bucket whose minimal case's
+//! shape it fits, or shrunk (within the shrink time) and bucketed by the signature of its
+//! minimal case; an acceptance the backend does not enforce by design is informational,
+//! bucketed as generated. A new bucket's case is saved as soon as it is found.
+
+use crate::cases::case_seed;
+use crate::check::{CheckFailure, Checked, checked};
+use crate::options::CampaignOptions;
+use crate::outcome::{Bucket, BucketStatus};
+use crate::save::{save_bucket, slug};
+use crate::shrink;
+use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
+use dmlcts_harness::Case;
+use dmlcts_harness::known::{KnownDifference, NotEnforced, predicate};
+use dmlcts_tensor::{Backend, OperatorKind};
+use proptest::strategy::ValueTree;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// How a failure is told apart from others before shrinking.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Class {
+    /// A known difference described by a predicate.
+    KnownByPredicate(usize),
+    Unknown,
+}
+
+/// A failure's identity for shrinking: a candidate must fail the same way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Verdict {
+    kind: CheckKind,
+    rule: Option<String>,
+    class: Class,
+}
+
+/// The buckets so far and the shapes that fit them, behind the campaign's lock.
+pub(crate) struct State {
+    pub(crate) buckets: HashMap<String, Bucket>,
+    /// What each shrunk bucket's minimal case needs, to bucket later hits without shrinking.
+    shapes: Vec<Shape>,
+    pub(crate) unclassified: u64,
+}
+
+/// The needs of a bucket's minimal case: a failure of the same kind, operator and rule whose
+/// case (as generated) has all these features, and the element size class where the
+/// minimal case needed one (e4 is where normalizing leaves a case that needs none), is
+/// counted in that bucket without shrinking. A different cause that happens to show the
+/// same features is counted there too, until a hit without them is shrunk on its own.
+struct Shape {
+    id: String,
+    kind: CheckKind,
+    op: OperatorKind,
+    rule: Option<String>,
+    element_class: String,
+    needs: Vec<&'static str>,
+}
+
+impl Shape {
+    fn of(id: &str, verdict: &Verdict, minimal: &Case) -> Shape {
+        Shape {
+            id: id.to_string(),
+            kind: verdict.kind,
+            op: minimal.op.kind(),
+            rule: verdict.rule.clone(),
+            element_class: element_class(&minimal.op),
+            needs: features(&minimal.op),
+        }
+    }
+
+    fn fits(&self, verdict: &Verdict, case: &Case) -> bool {
+        let features = features(&case.op);
+        self.kind == verdict.kind
+            && self.op == case.op.kind()
+            && self.rule == verdict.rule
+            && (self.element_class == "e4" || self.element_class == element_class(&case.op))
+            && self.needs.iter().all(|n| features.contains(n))
+    }
+}
+
+/// The campaign's buckets, and the expectations entries that apply to its backend.
+pub(crate) struct Bucketing<'a> {
+    options: &'a CampaignOptions,
+    known: Vec<&'a KnownDifference>,
+    not_enforced: Vec<&'a NotEnforced>,
+    /// Their rules, for the runner.
+    pub(crate) not_enforced_rules: Vec<String>,
+    pub(crate) state: Mutex<State>,
+}
+
+impl<'a> Bucketing<'a> {
+    /// No buckets yet; `name` is the backend's own name, which expectations are keyed by.
+    pub(crate) fn new(options: &'a CampaignOptions, name: &str) -> Bucketing<'a> {
+        let not_enforced: Vec<&NotEnforced> = options
+            .not_enforced
+            .iter()
+            .filter(|n| n.applies(name, &options.device))
+            .collect();
+        Bucketing {
+            options,
+            known: options
+                .known_differences
+                .iter()
+                .filter(|k| k.applies(name, &options.device))
+                .collect(),
+            not_enforced_rules: not_enforced
+                .iter()
+                .flat_map(|n| n.rules.iter().cloned())
+                .collect(),
+            not_enforced,
+            state: Mutex::new(State {
+                buckets: HashMap::new(),
+                shapes: Vec::new(),
+                unclassified: 0,
+            }),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn class(&self, failure: &CheckFailure) -> Class {
+        let position = self.known.iter().position(|k| {
+            k.check.as_deref().is_none_or(|c| c == failure.kind.name())
+                && k.predicate
+                    .as_deref()
+                    .and_then(predicate)
+                    .is_some_and(|p| (p.holds)(&failure.case.op))
+        });
+        match position {
+            Some(i) => Class::KnownByPredicate(i),
+            None => Class::Unknown,
+        }
+    }
+
+    fn verdict(&self, failure: &CheckFailure) -> Verdict {
+        Verdict {
+            kind: failure.kind,
+            rule: expected_rule(&failure.case).map(str::to_string),
+            class: self.class(failure),
+        }
+    }
+
+    /// Shrinks a failure within the shrink time, keeping its verdict.
+    fn shrink(
+        &self,
+        backend: &dyn Backend,
+        tree: &mut dyn ValueTree<Value = Case>,
+        failure: CheckFailure,
+        verdict: &Verdict,
+    ) -> (CheckFailure, bool) {
+        let start = Instant::now();
+        let budget = self.options.shrink_time;
+        let still_fails = |case: &Case| match checked(backend, case, &self.not_enforced_rules) {
+            Err(f) if self.verdict(&f) == *verdict => Some(f),
+            _ => None,
+        };
+        // A failure that does not come back (a hang of a shared machine, a flaky backend)
+        // cannot be shrunk: it is kept as found, and says so. No shrink time: no re-run.
+        if budget.is_zero() {
+            return (failure, true);
+        }
+        if still_fails(&tree.current()).is_none() {
+            return (failure, false);
+        }
+        let (minimal, failure) = shrink::shrink(tree, failure, start + budget * 3 / 5, still_fails);
+        let (_, failure) = shrink::normalize(minimal, failure, start + budget, still_fails);
+        (failure, true)
+    }
+
+    pub(crate) fn handle(
+        &self,
+        backend: &dyn Backend,
+        tree: &mut dyn ValueTree<Value = Case>,
+        index: u64,
+        failure: CheckFailure,
+    ) {
+        let verdict = self.verdict(&failure);
+        let (id, status) = match &verdict.class {
+            Class::KnownByPredicate(i) => {
+                let known = self.known[*i];
+                let id = format!("known.{}", slug(&known.name));
+                let status = BucketStatus::Known {
+                    name: known.name.clone(),
+                    reason: known.reason.clone(),
+                };
+                (id, status)
+            }
+            Class::Unknown => {
+                let mut state = self.lock();
+                let fitting = (state.shapes.iter())
+                    .filter(|shape| shape.fits(&verdict, &failure.case))
+                    .max_by_key(|shape| shape.needs.len())
+                    .map(|shape| shape.id.clone());
+                if let Some(id) = fitting {
+                    count_hit(&mut state, &id, index);
+                    return;
+                }
+                let new = state
+                    .buckets
+                    .values()
+                    .filter(|b| b.status == BucketStatus::New)
+                    .count();
+                if new >= self.options.max_findings {
+                    state.unclassified += 1;
+                    return;
+                }
+                drop(state);
+                let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
+                let id = signature(minimal.kind, &minimal.case);
+                let status = match self
+                    .known
+                    .iter()
+                    .find(|k| k.signature.as_deref() == Some(id.as_str()))
+                {
+                    Some(k) => BucketStatus::Known {
+                        name: k.name.clone(),
+                        reason: k.reason.clone(),
+                    },
+                    None => BucketStatus::New,
+                };
+                let shape = Shape::of(&id, &verdict, &minimal.case);
+                self.record(index, &id, status, minimal, reproduced, Some(shape));
+                return;
+            }
+        };
+        // Known by predicate: shrink the first hit only, for its saved case.
+        {
+            let mut state = self.lock();
+            if state.buckets.contains_key(&id) {
+                count_hit(&mut state, &id, index);
+                return;
+            }
+        }
+        let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
+        self.record(index, &id, status, minimal, reproduced, None);
+    }
+
+    /// An acceptance the backend's profile (or the expectations file) says is by design:
+    /// bucketed by the signature of the case as generated, never shrunk. The reason is the
+    /// expectations entry's for the rule, if one names it, else the runner's.
+    pub(crate) fn informational(
+        &self,
+        backend: &dyn Backend,
+        index: u64,
+        case: Case,
+        checked: Checked,
+    ) {
+        let Checked::Informational { rule, report } = checked else {
+            return;
+        };
+        let reason = match self.not_enforced.iter().find(|n| n.rules.contains(&rule)) {
+            Some(entry) => entry.reason.clone(),
+            None => format!(
+                "accepted; DirectML rejects it: rule {rule} (validation profile {})",
+                backend.validation_profile()
+            ),
+        };
+        let id = signature(CheckKind::Acceptance, &case);
+        let failure = CheckFailure {
+            kind: CheckKind::Acceptance,
+            report,
+            case: Box::new(case),
+        };
+        self.record(
+            index,
+            &id,
+            BucketStatus::Informational { reason },
+            failure,
+            true,
+            None,
+        );
+    }
+
+    /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
+    /// shape goes in under the same lock, so no hit can fit a shape whose bucket is missing.
+    fn record(
+        &self,
+        index: u64,
+        id: &str,
+        status: BucketStatus,
+        failure: CheckFailure,
+        reproduced: bool,
+        shape: Option<Shape>,
+    ) {
+        let bucket = Bucket {
+            id: id.to_string(),
+            status,
+            kind: failure.kind,
+            count: 1,
+            first_index: index,
+            first_seed: case_seed(self.options.seed, index),
+            case: *failure.case,
+            report: without_replay_lines(&failure.report),
+            reproduced,
+            saved: None,
+            replay: None,
+        };
+        let mut state = self.lock();
+        state.shapes.extend(shape);
+        match state.buckets.get_mut(id) {
+            Some(existing) => {
+                existing.count += 1;
+                if index < existing.first_index {
+                    let count = existing.count;
+                    *existing = Bucket { count, ..bucket };
+                }
+            }
+            None => {
+                let mut bucket = bucket;
+                save_bucket(self.options, &mut bucket);
+                state.buckets.insert(id.to_string(), bucket);
+            }
+        }
+    }
+}
+
+fn count_hit(state: &mut State, id: &str, index: u64) {
+    if let Some(bucket) = state.buckets.get_mut(id) {
+        bucket.count += 1;
+        bucket.first_index = bucket.first_index.min(index);
+    }
+}
+
+fn without_replay_lines(report: &str) -> String {
+    report
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("replay:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
