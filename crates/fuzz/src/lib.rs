@@ -2,6 +2,10 @@
 //! what is checked on each generated case (the harness's runner plus two invariants), the
 //! campaign loop (budgets, jobs, shards), time-bounded shrinking, buckets and their
 //! signatures, known differences from the expectations file, and the campaign report.
+//!
+//! Data flows one way: `campaign` runs the jobs (with `cases`, `check`, `bucketing`,
+//! `shrink`, `signature` and `save`) from its `options` and produces an `outcome`, which
+//! `report` reads; nothing the report has flows back into the campaign.
 
 mod bucketing;
 pub mod campaign;
