@@ -107,21 +107,76 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         .filter(|c| args.selects(c))
         .collect();
     if args.list {
-        for case in &cases {
-            crate::say!(
-                "{}  ({}:{}, {}, level {})",
-                case.name,
-                case.file,
-                case.line,
-                case.op.kind(),
-                case.feature_level
-            );
-        }
-        for error in &corpus.errors {
-            crate::say!("error: {error}");
-        }
-        return if corpus.errors.is_empty() { 0 } else { 1 };
+        return list_cases(&cases, &corpus.errors);
     }
+    let backend_name = args.backend.backend.clone();
+    let (resolved, resolve_time) = match resolve_backend(args, resolve) {
+        Ok(resolved) => resolved,
+        Err(status) => return status,
+    };
+    let expectations = match load_expectations(args) {
+        Ok(expectations) => expectations,
+        Err(status) => return status,
+    };
+    let mut run = prepare(
+        resolved,
+        args.feature_level,
+        args.strict_level,
+        expectations.as_ref(),
+    );
+    print_header(&run, cases.len());
+
+    let mut results: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
+    for result in &results {
+        crate::say!("{}", result.failure_report());
+    }
+    let skip_check = run_cases(
+        &mut run,
+        &cases,
+        args.verbose,
+        host_program,
+        &backend_name,
+        &mut results,
+    );
+    let mut info = run.info;
+    info.startup += resolve_time;
+
+    if let Some(expectations) = &expectations {
+        report_expectations(
+            args,
+            expectations,
+            &info,
+            host_program,
+            &backend_name,
+            &mut results,
+        );
+    }
+    summarize(args, &info, &results, cases.len(), &skip_check)
+}
+
+/// `--list`: the selected cases, then the corpus's load errors (exit status 1 if any).
+fn list_cases(cases: &[Case], errors: &[impl std::fmt::Display]) -> i32 {
+    for case in cases {
+        crate::say!(
+            "{}  ({}:{}, {}, level {})",
+            case.name,
+            case.file,
+            case.line,
+            case.op.kind(),
+            case.feature_level
+        );
+    }
+    for error in errors {
+        crate::say!("error: {error}");
+    }
+    if errors.is_empty() { 0 } else { 1 }
+}
+
+/// Makes the backend `--backend` names, and times it (start-up); an error is exit status 2.
+fn resolve_backend(
+    args: &ConformanceArgs,
+    resolve: Resolver<'_>,
+) -> Result<(Resolved, Duration), i32> {
     let backend_name = args.backend.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
@@ -135,26 +190,30 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         Ok(resolved) => resolved,
         Err(e) => {
             crate::say_err!("error: --backend {backend_name}: {e}");
-            return 2;
+            return Err(2);
         }
     };
     let resolve_time = starting.elapsed();
+    Ok((resolved, resolve_time))
+}
+
+/// The `--expectations` file, if given; one that does not load is exit status 2.
+fn load_expectations(args: &ConformanceArgs) -> Result<Option<Expectations>, i32> {
     let expectations = match &args.expectations {
         Some(path) => match Expectations::load(path) {
             Ok(e) => Some(e),
             Err(e) => {
                 crate::say_err!("error: --expectations: {e}");
-                return 2;
+                return Err(2);
             }
         },
         None => None,
     };
-    let mut run = prepare(
-        resolved,
-        args.feature_level,
-        args.strict_level,
-        expectations.as_ref(),
-    );
+    Ok(expectations)
+}
+
+/// The first line: the backend, its device, how levels are chosen, its profile, the cases.
+fn print_header(run: &PreparedRun, cases: usize) {
     let info = &run.info;
     crate::say!(
         "dmlcts conformance: backend {} ({}), {}{}, {} cases",
@@ -166,19 +225,26 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         },
         run.level_text,
         run.profile_text(),
-        cases.len()
+        cases
     );
+}
 
-    let mut results: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
-    for result in &results {
-        crate::say!("{}", result.failure_report());
-    }
+/// Runs the cases under a progress line, printing each failure as it comes (with `verbose`,
+/// every case); their results go after those already in `results`.
+fn run_cases(
+    run: &mut PreparedRun,
+    cases: &[Case],
+    verbose: bool,
+    host_program: &str,
+    backend_name: &str,
+    results: &mut Vec<CaseResult>,
+) -> SkipCheck {
     let mut progress = Progress::new(cases.len());
-    let skip_check = run.run(&cases, host_program, &backend_name, &mut |result| {
+    let skip_check = run.run(cases, host_program, backend_name, &mut |result| {
         if result.status == Status::Failed {
             progress.clear();
             crate::say!("{}", result.failure_report());
-        } else if args.verbose {
+        } else if verbose {
             progress.clear();
             crate::say!(
                 "{} {}  {}",
@@ -197,32 +263,52 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         results.push(result.clone());
     });
     progress.clear();
-    let mut info = run.info;
-    info.startup += resolve_time;
+    skip_check
+}
 
-    if let Some(expectations) = &expectations {
-        let file = args
-            .expectations
-            .as_deref()
-            .unwrap_or(std::path::Path::new(""));
-        let stale = apply_expectations(
-            expectations,
-            file,
-            &info,
-            host_program,
-            &backend_name,
-            &mut results,
-        );
-        for result in results.iter().filter(|r| r.reason == "unexpected pass") {
-            crate::say!("{}", result.failure_report());
-        }
-        for case in stale {
-            crate::say!("note: the expectations file names `{case}`, which did not run");
-        }
+/// Applies the `--expectations` file to the results and prints what it turned up: the
+/// unexpected passes, and the entries naming a case that did not run.
+fn report_expectations(
+    args: &ConformanceArgs,
+    expectations: &Expectations,
+    info: &RunInfo,
+    host_program: &str,
+    backend_name: &str,
+    results: &mut [CaseResult],
+) {
+    let file = args
+        .expectations
+        .as_deref()
+        .unwrap_or(std::path::Path::new(""));
+    let stale = apply_expectations(
+        expectations,
+        file,
+        info,
+        host_program,
+        backend_name,
+        results,
+    );
+    for result in results.iter().filter(|r| r.reason == "unexpected pass") {
+        crate::say!("{}", result.failure_report());
     }
-    print_skip_reasons(&results);
-    print_informational(&results);
-    let summary = Summary::of(&results);
+    for case in stale {
+        crate::say!("note: the expectations file names `{case}`, which did not run");
+    }
+}
+
+/// The closing lines (skips and informational results by reason, expected failures, with
+/// `--verbose` each level, the times), the reports and the summary line. Returns the exit
+/// status: 1 when a case failed or everything was skipped, 2 when a report was not written.
+fn summarize(
+    args: &ConformanceArgs,
+    info: &RunInfo,
+    results: &[CaseResult],
+    cases: usize,
+    skip_check: &SkipCheck,
+) -> i32 {
+    print_skip_reasons(results);
+    print_informational(results);
+    let summary = Summary::of(results);
     if summary.expected_failures > 0 {
         crate::say!(
             "{} expected failures (listed in the expectations file)",
@@ -230,12 +316,12 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         );
     }
     if args.verbose {
-        print_levels(&results);
+        print_levels(results);
     }
     crate::say!(
         "backend start-up {:.3} s; {} cases ran in {:.3} s",
         info.startup.as_secs_f64(),
-        cases.len(),
+        cases,
         info.cases_time.as_secs_f64()
     );
     let mut status = if summary.failed == 0 { 0 } else { 1 };
@@ -243,25 +329,34 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         crate::say!("error: {failure}");
         status = 1;
     }
+    if !write_reports(args, info, results) {
+        status = 2;
+    }
+    crate::say!("{}", summary.line());
+    status
+}
+
+/// `--json` and `--junit`; false when one could not be written (said on stderr).
+fn write_reports(args: &ConformanceArgs, info: &RunInfo, results: &[CaseResult]) -> bool {
+    let mut written = true;
     for (path, text) in [
         (
             &args.json,
-            args.json.as_ref().map(|_| json_report(&info, &results)),
+            args.json.as_ref().map(|_| json_report(info, results)),
         ),
         (
             &args.junit,
-            args.junit.as_ref().map(|_| junit_report(&info, &results)),
+            args.junit.as_ref().map(|_| junit_report(info, results)),
         ),
     ] {
         if let (Some(path), Some(text)) = (path, text)
             && let Err(e) = write_report(path, &text)
         {
             crate::say_err!("error: cannot write {}: {e}", path.display());
-            status = 2;
+            written = false;
         }
     }
-    crate::say!("{}", summary.line());
-    status
+    written
 }
 
 /// A resolved backend ready to run cases: its devices (one per level, or pinned) and what
