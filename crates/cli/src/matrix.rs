@@ -2,7 +2,7 @@
 //! each, through the same path as `conformance` (`prepare` + `PreparedRun::run`: `Devices` and
 //! `run_case`); writes the harness's matrix as JSON and as a static HTML page.
 
-use crate::backends::{BackendRequest, Resolver, known, resolve};
+use crate::backends::{BackendRequest, Resolved, Resolver, known, resolve};
 use crate::conformance::{apply_expectations, prepare};
 use crate::{Host, parse_feature_level};
 use clap::Args;
@@ -11,7 +11,7 @@ use dmlcts_harness::report::{Expectations, load_error_result};
 use dmlcts_harness::{Case, CaseResult, Corpus, Status, shell_word};
 use dmlcts_tensor::FeatureLevel;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug, Args)]
 pub struct MatrixArgs {
@@ -193,8 +193,61 @@ pub fn matrix_with(
             .join(", ")
     );
     let mut matrix = Matrix::new(command, &cases);
+    let columns = Columns {
+        args,
+        program,
+        resolve,
+        cases,
+        load_errors,
+        expectations_dir,
+    };
     let mut status = 0;
     for want in wanted {
+        if columns.add(&mut matrix, want) {
+            status = 1;
+        }
+    }
+    if matrix.failed() {
+        status = 1;
+    }
+    for (i, column) in matrix.columns.iter().enumerate() {
+        crate::say!(
+            "  {:18} {}",
+            column.backend,
+            match &column.unavailable {
+                Some(reason) => format!("not available: {reason}"),
+                None => matrix.totals(i).line(),
+            }
+        );
+    }
+    (matrix, status)
+}
+
+/// What every column of one matrix is made with.
+struct Columns<'a> {
+    args: &'a MatrixArgs,
+    program: &'a str,
+    resolve: Resolver<'a>,
+    cases: Vec<Case>,
+    /// The corpus's load errors, failed results in every column.
+    load_errors: Vec<CaseResult>,
+    expectations_dir: Option<&'a Path>,
+}
+
+/// A column's backend, made and ready to run, and its expectations file.
+struct Ready {
+    resolved: Resolved,
+    resolve_time: Duration,
+    expectations: Option<Expectations>,
+    expectations_file: Option<PathBuf>,
+}
+
+impl Columns<'_> {
+    /// Adds `want`'s column: its backend's results, or why it is not available. Returns
+    /// whether that fails the matrix (an expectations file that does not load; a named
+    /// backend, or with `--require-all` any, that cannot run).
+    fn add(&self, matrix: &mut Matrix, want: &Wanted) -> bool {
+        let args = self.args;
         let mut column = MatrixColumn {
             backend: want.name.clone(),
             implementation: want.name.clone(),
@@ -206,23 +259,33 @@ pub fn matrix_with(
             matrix.add_unavailable(column, &reason);
         };
         if let Some(reason) = &want.unavailable {
-            if want.named || args.require_all {
-                status = 1;
-            }
-            unavailable(&mut matrix, column, reason.clone());
-            continue;
+            unavailable(matrix, column, reason.clone());
+            return want.named || args.require_all;
         }
-        let expectations_file = expectations_dir
+        match self.start(want, &mut column) {
+            Ok(ready) => {
+                self.run(matrix, want, column, ready);
+                false
+            }
+            Err((reason, fails)) => {
+                unavailable(matrix, column, reason);
+                fails
+            }
+        }
+    }
+
+    /// Loads the column's expectations file and makes its backend (filling in its
+    /// implementation and device). Err: why it cannot run, and whether that fails the matrix.
+    fn start(&self, want: &Wanted, column: &mut MatrixColumn) -> Result<Ready, (String, bool)> {
+        let args = self.args;
+        let expectations_file = self
+            .expectations_dir
             .map(|dir| dir.join(format!("{}.yaml", base_name(&want.name))))
             .filter(|path| path.is_file());
         let expectations = match expectations_file.as_deref().map(Expectations::load) {
             None => None,
             Some(Ok(e)) => Some(e),
-            Some(Err(e)) => {
-                status = 1;
-                unavailable(&mut matrix, column, format!("its expectations file: {e}"));
-                continue;
-            }
+            Some(Err(e)) => return Err((format!("its expectations file: {e}"), true)),
         };
         let request = BackendRequest {
             name: want.name.clone(),
@@ -232,15 +295,9 @@ pub fn matrix_with(
             adapter: args.adapter.clone(),
         };
         let starting = Instant::now();
-        let resolved = match resolve(&request) {
+        let resolved = match (self.resolve)(&request) {
             Ok(resolved) => resolved,
-            Err(e) => {
-                if want.named || args.require_all {
-                    status = 1;
-                }
-                unavailable(&mut matrix, column, e);
-                continue;
-            }
+            Err(e) => return Err((e, want.named || args.require_all)),
         };
         let resolve_time = starting.elapsed();
         let backend = resolved.backend.clone();
@@ -251,16 +308,35 @@ pub fn matrix_with(
             .clone()
             .or_else(|| backend.unavailable_reason());
         if let Some(reason) = not_ready {
-            if want.named || args.require_all {
-                status = 1;
-            }
-            unavailable(&mut matrix, column, reason);
-            continue;
+            return Err((reason, want.named || args.require_all));
         }
+        Ok(Ready {
+            resolved,
+            resolve_time,
+            expectations,
+            expectations_file,
+        })
+    }
+
+    /// Runs the cases on the column's backend, applies its expectations file, prints the
+    /// first failures and adds the column.
+    fn run(&self, matrix: &mut Matrix, want: &Wanted, mut column: MatrixColumn, ready: Ready) {
+        let program = self.program;
+        let Ready {
+            resolved,
+            resolve_time,
+            expectations,
+            expectations_file,
+        } = ready;
         crate::say!("{}: running ({})", want.name, column.device);
-        let mut run = prepare(resolved, args.feature_level, false, expectations.as_ref());
-        let mut results = load_errors.clone();
-        let skip_check = run.run(&cases, program, &want.name, &mut |result| {
+        let mut run = prepare(
+            resolved,
+            self.args.feature_level,
+            false,
+            expectations.as_ref(),
+        );
+        let mut results = self.load_errors.clone();
+        let skip_check = run.run(&self.cases, program, &want.name, &mut |result| {
             results.push(result.clone())
         });
         let mut info = run.info;
@@ -287,22 +363,7 @@ pub fn matrix_with(
         column.profile = info.validation_profile.clone();
         column.startup = info.startup;
         column.cases_time = info.cases_time;
-        let failures: Vec<&CaseResult> = (results.iter())
-            .filter(|r| r.status == Status::Failed)
-            .collect();
-        for result in failures.iter().take(3) {
-            crate::say!("{}", result.failure_report());
-        }
-        if failures.len() > 3 {
-            crate::say!(
-                "... and {} more failures on {} (reports/matrix.html lists them all)",
-                failures.len() - 3,
-                want.name
-            );
-        }
-        for problem in &column.problems {
-            crate::say!("error: {}: {problem}", want.name);
-        }
+        print_failures(&want.name, &results, &column.problems);
         let name = want.name.clone();
         let (startup, cases_time) = (column.startup, column.cases_time);
         matrix.add_column(column, &results);
@@ -314,20 +375,26 @@ pub fn matrix_with(
             cases_time.as_secs_f64()
         );
     }
-    if matrix.failed() {
-        status = 1;
+}
+
+/// A column's first three failures (the page lists them all) and its own problems.
+fn print_failures(name: &str, results: &[CaseResult], problems: &[String]) {
+    let failures: Vec<&CaseResult> = (results.iter())
+        .filter(|r| r.status == Status::Failed)
+        .collect();
+    for result in failures.iter().take(3) {
+        crate::say!("{}", result.failure_report());
     }
-    for (i, column) in matrix.columns.iter().enumerate() {
+    if failures.len() > 3 {
         crate::say!(
-            "  {:18} {}",
-            column.backend,
-            match &column.unavailable {
-                Some(reason) => format!("not available: {reason}"),
-                None => matrix.totals(i).line(),
-            }
+            "... and {} more failures on {} (reports/matrix.html lists them all)",
+            failures.len() - 3,
+            name
         );
     }
-    (matrix, status)
+    for problem in problems {
+        crate::say!("error: {}: {problem}", name);
+    }
 }
 
 /// The expectations file's name for a backend: `directml@1.15.4` -> `directml`.
