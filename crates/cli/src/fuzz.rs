@@ -5,11 +5,14 @@ use crate::backends::{BackendRequest, resolve};
 use crate::{Host, parse_seconds};
 use clap::{ArgGroup, Args};
 use dmlcts_fuzz::report::{campaign_command, env_prefix, json_report};
-use dmlcts_fuzz::{BucketStatus, CampaignOptions, Mix, Progress, Shard, run_campaign};
+use dmlcts_fuzz::{
+    BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard, run_campaign,
+};
 use dmlcts_harness::report::Expectations;
 use dmlcts_tensor::{Backend, OperatorKind};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A campaign: runs its whole budget, buckets every failure by the signature of its shrunk
@@ -101,6 +104,61 @@ fn progress_line(p: &Progress) -> String {
 
 pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
     let backend_name = args.backend.clone();
+    let mut options = match campaign_options(args, host) {
+        Ok(options) => options,
+        Err(status) => return status,
+    };
+    let jobs = usize::from(args.jobs);
+    let (instances, startup) = match start_instances(args, host, jobs) {
+        Ok(started) => started,
+        Err(status) => return status,
+    };
+    if let Some(reason) = instances[0].unavailable_reason() {
+        crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
+        return 2;
+    }
+    options.device = instances[0].device();
+    options.env_prefix = env_prefix();
+    options.program = host.program.to_string();
+    let command = campaign_command(&options, jobs, args.expectations.as_deref());
+    let budget = budget_text(&options);
+    crate::say!(
+        "fuzz: {budget} on backend {backend_name} ({}), seed {}, {jobs} job(s), shard {}/{}",
+        options.device,
+        options.seed,
+        options.shard.index,
+        options.shard.count
+    );
+    crate::say!("fuzz: repeat this run with: {command}");
+    let outcome = run_campaign(
+        &instances.iter().map(|b| b.as_ref()).collect::<Vec<_>>(),
+        &options,
+        progress_printer(),
+    );
+    crate::say!(
+        "fuzz: backend start-up {:.3} s; {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        startup.as_secs_f64(),
+        outcome.cases_run,
+        outcome.elapsed.as_secs_f64(),
+        outcome.rate(),
+        outcome.jobs
+    );
+    print_buckets(&outcome);
+    crate::say!("\nfuzz: {}", outcome.summary_line());
+    if let Some(path) = &args.json
+        && let Err(e) = write_json(path, &options, &outcome, &command, startup)
+    {
+        crate::say_err!("error: --json {}: {e}", path.display());
+        return 2;
+    }
+    i32::from(outcome.new_buckets().next().is_some())
+}
+
+/// The campaign's options from the command line (the backend's device, the replay settings
+/// and the program are filled in once it runs); an expectations file that does not load is
+/// exit status 2.
+fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32> {
+    let backend_name = args.backend.clone();
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -137,18 +195,28 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
             }
             Err(e) => {
                 crate::say_err!("error: --expectations: {e}");
-                return 2;
+                return Err(2);
             }
         }
     }
+    Ok(options)
+}
+
+/// One backend instance per job (out-of-process backends start one process each), and the
+/// time starting them took; a backend that cannot be made is exit status 2.
+fn start_instances(
+    args: &FuzzArgs,
+    host: &Host,
+    jobs: usize,
+) -> Result<(Vec<Arc<dyn Backend>>, Duration), i32> {
+    let backend_name = args.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
         adapter: args.adapter.clone(),
         ..Default::default()
     };
-    let jobs = usize::from(args.jobs);
     // One instance per job: out-of-process backends start one process each.
-    let mut instances: Vec<std::sync::Arc<dyn Backend>> = Vec::with_capacity(jobs);
+    let mut instances: Vec<Arc<dyn Backend>> = Vec::with_capacity(jobs);
     // Starting them (processes, a Python import, a GPU device) is timed apart from the cases.
     let starting = Instant::now();
     for _ in 0..jobs {
@@ -156,62 +224,49 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
             Ok(resolved) => instances.push(resolved.backend),
             Err(e) => {
                 crate::say_err!("error: --backend {backend_name}: {e}");
-                return 2;
+                return Err(2);
             }
         }
     }
     let startup = starting.elapsed();
-    if let Some(reason) = instances[0].unavailable_reason() {
-        crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
-        return 2;
-    }
-    options.device = instances[0].device();
-    options.env_prefix = env_prefix();
-    options.program = host.program.to_string();
-    let command = campaign_command(&options, jobs, args.expectations.as_deref());
-    let budget = match (options.cases, options.time) {
+    Ok((instances, startup))
+}
+
+/// The campaign's budget, in words.
+fn budget_text(options: &CampaignOptions) -> String {
+    match (options.cases, options.time) {
         (Some(c), Some(t)) => format!("{c} cases or {} s", t.as_secs_f64()),
         (Some(c), None) => format!("{c} cases"),
         (None, Some(t)) => format!("{} s", t.as_secs_f64()),
         (None, None) => "no budget (until stopped)".to_string(),
-    };
-    crate::say!(
-        "fuzz: {budget} on backend {backend_name} ({}), seed {}, {jobs} job(s), shard {}/{}",
-        options.device,
-        options.seed,
-        options.shard.index,
-        options.shard.count
-    );
-    crate::say!("fuzz: repeat this run with: {command}");
+    }
+}
+
+/// Progress on stderr: one line rewritten in place on a terminal (at most every 200 ms), a
+/// line every 10 s otherwise (CI logs).
+fn progress_printer() -> impl FnMut(&Progress) {
     let terminal = std::io::stderr().is_terminal();
     let mut last = Instant::now();
-    let outcome = run_campaign(
-        &instances.iter().map(|b| b.as_ref()).collect::<Vec<_>>(),
-        &options,
-        |p| {
-            let mut err = std::io::stderr();
-            if terminal {
-                if p.finished || last.elapsed() >= Duration::from_millis(200) {
-                    last = Instant::now();
-                    let _ = write!(err, "\r\x1b[2K{}", progress_line(p));
-                    if p.finished {
-                        let _ = writeln!(err);
-                    }
-                }
-            } else if !p.finished && last.elapsed() >= Duration::from_secs(10) {
+    move |p| {
+        let mut err = std::io::stderr();
+        if terminal {
+            if p.finished || last.elapsed() >= Duration::from_millis(200) {
                 last = Instant::now();
-                let _ = writeln!(err, "{}", progress_line(p));
+                let _ = write!(err, "\r\x1b[2K{}", progress_line(p));
+                if p.finished {
+                    let _ = writeln!(err);
+                }
             }
-        },
-    );
-    crate::say!(
-        "fuzz: backend start-up {:.3} s; {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
-        startup.as_secs_f64(),
-        outcome.cases_run,
-        outcome.elapsed.as_secs_f64(),
-        outcome.rate(),
-        outcome.jobs
-    );
+        } else if !p.finished && last.elapsed() >= Duration::from_secs(10) {
+            last = Instant::now();
+            let _ = writeln!(err, "{}", progress_line(p));
+        }
+    }
+}
+
+/// Each bucket: its status, signature, hits and first case; a new one's report; where its
+/// case was saved and how to replay it.
+fn print_buckets(outcome: &CampaignOutcome) {
     for bucket in &outcome.buckets {
         let status = match &bucket.status {
             BucketStatus::New => "NEW".to_string(),
@@ -237,17 +292,20 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
             crate::say!("  replay: {replay}");
         }
     }
-    crate::say!("\nfuzz: {}", outcome.summary_line());
-    if let Some(path) = &args.json {
-        let mut text = json_report(&options, &outcome, &command);
-        if let Ok(mut report) = serde_json::from_str::<serde_json::Value>(&text) {
-            report["startup_s"] = serde_json::json!(startup.as_secs_f64());
-            text = serde_json::to_string_pretty(&report).unwrap_or(text);
-        }
-        if let Err(e) = std::fs::write(path, text) {
-            crate::say_err!("error: --json {}: {e}", path.display());
-            return 2;
-        }
+}
+
+/// `--json`: the campaign's report, with the backends' start-up time added.
+fn write_json(
+    path: &Path,
+    options: &CampaignOptions,
+    outcome: &CampaignOutcome,
+    command: &str,
+    startup: Duration,
+) -> std::io::Result<()> {
+    let mut text = json_report(options, outcome, command);
+    if let Ok(mut report) = serde_json::from_str::<serde_json::Value>(&text) {
+        report["startup_s"] = serde_json::json!(startup.as_secs_f64());
+        text = serde_json::to_string_pretty(&report).unwrap_or(text);
     }
-    i32::from(outcome.new_buckets().next().is_some())
+    std::fs::write(path, text)
 }
