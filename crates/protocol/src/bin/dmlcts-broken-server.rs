@@ -69,6 +69,11 @@ fn main() {
         Some(accepting) => accepting,
         None => &oracle,
     };
+    serve(backend, &fault, pids_file.as_deref());
+}
+
+/// Serves `backend` on stdin and stdout, with the fault, until shutdown or end of input.
+fn serve(backend: &dyn Backend, fault: &str, pids_file: Option<&str>) {
     let mut server = Server::new(backend);
     let mut stdin = std::io::stdin().lock();
     let mut stdout = std::io::stdout().lock();
@@ -76,19 +81,7 @@ fn main() {
     let mut joins = HashSet::new();
     while let Ok(Some(frame)) = read_frame(&mut stdin) {
         if frame.kind() == "hello" {
-            let bad = match fault.as_str() {
-                "hello-wrong-types" => Some(json!({"type": "hello", "protocol": 1,
-                    "name": "broken", "feature_level": 41, "data_types": "FLOAT32"})),
-                "hello-wrong-protocol" => Some(json!({"type": "hello", "protocol": 999,
-                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"]})),
-                "hello-bad-profile" => Some(json!({"type": "hello", "protocol": 1,
-                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
-                    "profile": "lenient"})),
-                "hello-unknown-rule" => Some(json!({"type": "hello", "protocol": 1,
-                    "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
-                    "not_enforced": ["slice1.window_inside"]})),
-                _ => None,
-            };
+            let bad = bad_hello(fault);
             if let Some(header) = bad {
                 eprintln!("answering hello wrongly on purpose");
                 let _ = write_reply(&mut stdout, &Frame::new(header));
@@ -97,23 +90,7 @@ fn main() {
         }
         if frame.kind() == "compile" {
             compiles += 1;
-            if compiles == 3 && fault == "crash-on-3" {
-                eprintln!("crashing on purpose at compile #3");
-                std::process::exit(3);
-            }
-            if compiles == 3 && fault == "abort-on-3" {
-                eprintln!("aborting on purpose at compile #3");
-                std::process::abort();
-            }
-            if fault == "stderr-flood" {
-                flood_stderr();
-                std::process::exit(1);
-            }
-            if fault == "fork-and-exit" {
-                start_lingering_copy(pids_file.as_deref());
-                eprintln!("exiting, with a child holding the pipes open");
-                std::process::exit(0);
-            }
+            exit_at_compile(fault, compiles, pids_file);
             if frame.header["operator"].get("join").is_some() {
                 joins.insert(frame.id());
             }
@@ -144,6 +121,45 @@ fn main() {
             eprintln!("no longer reading, on purpose");
             sleep_forever();
         }
+    }
+}
+
+/// The wrong hello header of the `hello-*` faults.
+fn bad_hello(fault: &str) -> Option<serde_json::Value> {
+    match fault {
+        "hello-wrong-types" => Some(json!({"type": "hello", "protocol": 1,
+            "name": "broken", "feature_level": 41, "data_types": "FLOAT32"})),
+        "hello-wrong-protocol" => Some(json!({"type": "hello", "protocol": 999,
+            "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"]})),
+        "hello-bad-profile" => Some(json!({"type": "hello", "protocol": 1,
+            "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
+            "profile": "lenient"})),
+        "hello-unknown-rule" => Some(json!({"type": "hello", "protocol": 1,
+            "name": "broken", "feature_level": "4_1", "data_types": ["FLOAT32"],
+            "not_enforced": ["slice1.window_inside"]})),
+        _ => None,
+    }
+}
+
+/// The faults that end the process at a compile request (`compiles` counts them, this one
+/// included): crash-on-3, abort-on-3, stderr-flood, fork-and-exit.
+fn exit_at_compile(fault: &str, compiles: u32, pids_file: Option<&str>) {
+    if compiles == 3 && fault == "crash-on-3" {
+        eprintln!("crashing on purpose at compile #3");
+        std::process::exit(3);
+    }
+    if compiles == 3 && fault == "abort-on-3" {
+        eprintln!("aborting on purpose at compile #3");
+        std::process::abort();
+    }
+    if fault == "stderr-flood" {
+        flood_stderr();
+        std::process::exit(1);
+    }
+    if fault == "fork-and-exit" {
+        start_lingering_copy(pids_file);
+        eprintln!("exiting, with a child holding the pipes open");
+        std::process::exit(0);
     }
 }
 
