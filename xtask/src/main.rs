@@ -79,7 +79,7 @@ fn main() -> ExitCode {
 /// Writes the generated corpus files; says which changed.
 fn gen_cases() -> i32 {
     let root = repository_root();
-    for (path, text) in dmlcts_harness::generate::generated_files() {
+    for (path, text) in dmlcts_harness::corpus::generate::generated_files() {
         let full = root.join(&path);
         let unchanged = std::fs::read_to_string(&full).is_ok_and(|old| old == text);
         if unchanged {

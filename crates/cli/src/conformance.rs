@@ -3,9 +3,9 @@
 use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
 use crate::{Host, parse_feature_level, parse_seconds};
 use clap::Args;
-use dmlcts_harness::report::{
-    Expectations, RunInfo, Summary, json_report, junit_report, load_error_result,
-};
+use dmlcts_harness::expectations::Expectations;
+use dmlcts_harness::load_error_result;
+use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
 use dmlcts_harness::{Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case, shell_word};
 use dmlcts_tensor::{FeatureLevel, ValidationProfile};
 use std::collections::BTreeMap;

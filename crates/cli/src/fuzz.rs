@@ -8,7 +8,7 @@ use dmlcts_fuzz::report::{campaign_command, env_prefix, json_report};
 use dmlcts_fuzz::{
     BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard, run_campaign,
 };
-use dmlcts_harness::report::Expectations;
+use dmlcts_harness::expectations::Expectations;
 use dmlcts_tensor::{Backend, OperatorKind};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

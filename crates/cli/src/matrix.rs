@@ -6,8 +6,9 @@ use crate::backends::{BackendRequest, Resolved, Resolver, known, resolve};
 use crate::conformance::{apply_expectations, prepare};
 use crate::{Host, parse_feature_level};
 use clap::Args;
-use dmlcts_harness::matrix::{Matrix, MatrixColumn};
-use dmlcts_harness::report::{Expectations, load_error_result};
+use dmlcts_harness::expectations::Expectations;
+use dmlcts_harness::load_error_result;
+use dmlcts_harness::report::matrix::{Matrix, MatrixColumn};
 use dmlcts_harness::{Case, CaseResult, Corpus, Status, shell_word};
 use dmlcts_tensor::FeatureLevel;
 use std::path::{Path, PathBuf};
@@ -405,7 +406,7 @@ pub fn base_name(backend: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dmlcts_harness::matrix::Matrix;
+    use dmlcts_harness::report::matrix::Matrix;
 
     fn host(ready: fn() -> Vec<String>) -> Host {
         Host {

@@ -17,7 +17,7 @@ use dmlcts_cli::matrix::{MatrixArgs, Wanted, matrix_with};
 use dmlcts_fuzz::campaign::case_tree;
 use dmlcts_fuzz::check::{Mix, case_strategy};
 use dmlcts_harness::Corpus;
-use dmlcts_harness::matrix::{Matrix, STATUSES};
+use dmlcts_harness::report::matrix::{Matrix, STATUSES};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OperatorDesc, OutputBinding,
     ValidationProfile,

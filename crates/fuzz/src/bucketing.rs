@@ -12,7 +12,7 @@ use crate::save::{save_bucket, slug};
 use crate::shrink;
 use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
 use dmlcts_harness::Case;
-use dmlcts_harness::known::{KnownDifference, NotEnforced, predicate};
+use dmlcts_harness::expectations::{KnownDifference, NotEnforced, predicate};
 use dmlcts_tensor::{Backend, OperatorKind};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;

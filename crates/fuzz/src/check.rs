@@ -4,7 +4,7 @@
 
 use crate::signature::CheckKind;
 use crate::strategies::{near_miss_case, valid_case};
-use dmlcts_harness::data::logical_elements;
+use dmlcts_harness::corpus::data::logical_elements;
 use dmlcts_harness::{Case, Expectation, RunOptions, Status, run_case};
 use dmlcts_oracle::execute as oracle_execute;
 use dmlcts_tensor::{

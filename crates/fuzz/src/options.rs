@@ -2,7 +2,7 @@
 //! limits, where cases are saved, and the expectations it classifies failures by.
 
 use crate::check::Mix;
-use dmlcts_harness::known::{KnownDifference, NotEnforced};
+use dmlcts_harness::expectations::{KnownDifference, NotEnforced};
 use dmlcts_tensor::OperatorKind;
 use std::path::PathBuf;
 use std::time::Duration;

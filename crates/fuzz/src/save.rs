@@ -5,7 +5,7 @@ use crate::check::materialize_all;
 use crate::options::CampaignOptions;
 use crate::outcome::{Bucket, BucketStatus};
 use crate::replay::shell_word;
-use dmlcts_harness::data::logical_elements;
+use dmlcts_harness::corpus::data::logical_elements;
 use dmlcts_harness::{Expectation, cases_to_yaml};
 use dmlcts_oracle::execute as oracle_execute;
 

@@ -81,7 +81,7 @@ pub fn normalize<F>(
 /// level the oracle gives for the new descriptor.
 fn rebuild(case: &Case, op: OperatorDesc) -> Case {
     let seed = match case.inputs.first() {
-        Some(dmlcts_harness::data::TensorData::Random { seed }) => *seed,
+        Some(dmlcts_harness::corpus::data::TensorData::Random { seed }) => *seed,
         _ => 0,
     };
     case_for(&case.name, op, seed)

@@ -2,7 +2,7 @@
 //! use them: valid descriptors of each operator, random bit-pattern inputs, and near misses
 //! (a valid descriptor with one rule broken).
 
-use dmlcts_harness::data::TensorData;
+use dmlcts_harness::corpus::data::TensorData;
 use dmlcts_harness::{Case, Expectation};
 use dmlcts_oracle::validate;
 use dmlcts_tensor::{

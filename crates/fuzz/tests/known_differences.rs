@@ -4,8 +4,8 @@
 
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_fuzz::{BucketStatus, CampaignOptions, CampaignOutcome, Mix, run_campaign};
-use dmlcts_harness::known::{KnownDifference, NotEnforced};
-use dmlcts_harness::report::Expectations;
+use dmlcts_harness::expectations::Expectations;
+use dmlcts_harness::expectations::{KnownDifference, NotEnforced};
 use dmlcts_oracle::validate;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OperatorDesc, OperatorKind,
@@ -53,9 +53,10 @@ impl Backend for DirectMlLike {
             return Ok(Box::new(Lenient));
         }
         let compiled = self.0.compile(op)?;
-        let window_shape = dmlcts_harness::known::predicate("slice1.output_smaller_than_window")
-            .expect("a named predicate")
-            .holds;
+        let window_shape =
+            dmlcts_harness::expectations::predicate("slice1.output_smaller_than_window")
+                .expect("a named predicate")
+                .holds;
         if window_shape(op) {
             Ok(Box::new(Flipping(compiled)))
         } else {
@@ -148,7 +149,9 @@ fn without_the_entry_the_same_difference_is_one_new_bucket_and_a_signature_entry
 
     // An entry for other versions does not apply.
     let other_version = KnownDifference {
-        versions: Some(dmlcts_harness::versions::VersionSpec::parse(&["1.15.4".into()]).unwrap()),
+        versions: Some(
+            dmlcts_harness::expectations::VersionSpec::parse(&["1.15.4".into()]).unwrap(),
+        ),
         ..expectations().known_differences[0].clone()
     };
     let outcome = campaign(vec![other_version], Vec::new(), Mix::ValidOnly);

@@ -1,26 +1,24 @@
-//! The dmlcts harness: the case corpus and its format, the runner every entry point shares,
-//! output comparison and diffs, reports, and the libtest-mimic glue.
+//! The dmlcts harness, by job:
+//!
+//! - [`corpus`]: the case format, loading (files, folders, the embedded corpus), writing cases
+//!   back out, and the generated parts of the corpus;
+//! - [`run`]: the runner every entry point shares, comparison and diffs, devices per level,
+//!   and the libtest-mimic glue;
+//! - [`expectations`]: the expectations file, whole: expected failures, known differences,
+//!   not-enforced rules, versions;
+//! - [`report`]: summaries, JSON and JUnit reports, the results matrix and its page, the
+//!   findings record.
+//!
+//! The arrows point one way: `corpus` <- `run` <- `expectations` <- `report`.
 
-mod case;
-pub mod compare;
-pub mod data;
-mod devices;
-pub mod findings;
-pub mod generate;
-pub mod known;
-mod libtest;
-pub mod matrix;
+pub mod corpus;
+pub mod expectations;
 pub mod report;
-mod runner;
-mod scan;
-pub mod versions;
+pub mod run;
 
-pub use case::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
-pub use devices::{DeviceFactory, Devices};
-pub use libtest::{
-    corpus_trials, libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
-};
-pub use runner::{
-    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, shell_word,
-    skip_reason,
+pub use corpus::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
+pub use run::{
+    CaseResult, DeviceFactory, Devices, RunOptions, SkipCheck, Status, corpus_trials, libtest_main,
+    libtest_main_at_each_level, libtest_run, libtest_run_at_each_level, load_error_result,
+    replay_command, run_case, run_cases, shell_word, skip_reason,
 };

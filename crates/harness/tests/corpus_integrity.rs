@@ -96,7 +96,7 @@ fn every_case_passes_on_the_oracle_at_its_own_level() {
 
 #[test]
 fn generated_files_match_a_fresh_generation() {
-    for (path, text) in dmlcts_harness::generate::generated_files() {
+    for (path, text) in dmlcts_harness::corpus::generate::generated_files() {
         let on_disk = std::fs::read_to_string(repository().join(&path))
             .unwrap_or_else(|e| panic!("{path}: {e}; run `cargo xtask gen-cases`"));
         assert!(

@@ -3,7 +3,7 @@
 //! (the case's own expectation and values; `observed` differs from them), and the index lists
 //! exactly the files present, each under its implementation's heading.
 
-use dmlcts_harness::findings::{FindingFile, load_dir, load_file};
+use dmlcts_harness::report::findings::{FindingFile, load_dir, load_file};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

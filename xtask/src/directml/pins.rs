@@ -206,13 +206,13 @@ mod tests {
 
     #[test]
     fn pins_are_oldest_first_and_hashes_are_sha256() {
-        let versions: Vec<dmlcts_harness::versions::Version> = PINS
+        let versions: Vec<dmlcts_harness::expectations::Version> = PINS
             .iter()
-            .map(|p| dmlcts_harness::versions::Version::parse(p.version).unwrap())
+            .map(|p| dmlcts_harness::expectations::Version::parse(p.version).unwrap())
             .collect();
         for pair in versions.windows(2) {
             assert!(
-                dmlcts_harness::versions::VersionSpec::parse(&[format!(">{}", pair[0])])
+                dmlcts_harness::expectations::VersionSpec::parse(&[format!(">{}", pair[0])])
                     .unwrap()
                     .matches(&pair[1])
             );
@@ -229,11 +229,11 @@ mod tests {
 
     /// The pinned versions a `versions` field covers.
     fn covered(spec: &serde_yaml::Value) -> Vec<&'static str> {
-        let spec: dmlcts_harness::versions::VersionSpec =
+        let spec: dmlcts_harness::expectations::VersionSpec =
             serde_yaml::from_value(spec.clone()).expect("a versions field that parses");
         PINS.iter()
             .map(|p| p.version)
-            .filter(|v| spec.matches(&dmlcts_harness::versions::Version::parse(v).unwrap()))
+            .filter(|v| spec.matches(&dmlcts_harness::expectations::Version::parse(v).unwrap()))
             .collect()
     }
 
@@ -263,7 +263,8 @@ mod tests {
         }
         // A DirectML finding's corpus cases are expected to fail on exactly the pinned
         // versions it was seen on (the findings record's own test checks the rest).
-        let findings = dmlcts_harness::findings::load_dir(&root.join("docs/findings")).unwrap();
+        let findings =
+            dmlcts_harness::report::findings::load_dir(&root.join("docs/findings")).unwrap();
         let directml: Vec<_> = findings
             .iter()
             .filter(|f| f.finding.implementation == "directml")

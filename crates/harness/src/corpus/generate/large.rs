@@ -14,7 +14,7 @@
 //! few seconds on the CPU backend: most cases are just above 1 MiB, one is 64 MiB.
 
 use super::case;
-use crate::case::{Case, Expectation};
+use crate::corpus::{Case, Expectation};
 use dmlcts_oracle::validate;
 use dmlcts_tensor::{
     DataType, FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc, TensorDesc,

@@ -9,9 +9,9 @@
 //! 4. accepted: the backend executes into guarded, sentinel-filled outputs; every addressed
 //!    output byte must equal the oracle's, guard bands must be untouched, inputs unchanged.
 
-use crate::case::{Case, Expectation};
-use crate::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
-use crate::data::{logical_elements, too_large};
+use crate::corpus::data::{logical_elements, too_large};
+use crate::corpus::{Case, Expectation};
+use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
 use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
 use std::collections::BTreeMap;
@@ -397,7 +397,7 @@ fn run_checks(
             .iter()
             .enumerate()
             .filter(|&(i, &b)| {
-                !expected.addressed[i] && b != crate::compare::sentinel_byte(GUARD_BYTES + i)
+                !expected.addressed[i] && b != crate::run::compare::sentinel_byte(GUARD_BYTES + i)
             })
             .count();
         if holes_written > 0 {

@@ -9,10 +9,10 @@
 //! }
 //! ```
 
-use crate::case::Corpus;
-use crate::devices::Devices;
-use crate::report::load_error_result;
-use crate::runner::{SkipCheck, Status, run_case, skip_reason};
+use crate::corpus::Corpus;
+use crate::run::Devices;
+use crate::run::load_error_result;
+use crate::run::{SkipCheck, Status, run_case, skip_reason};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};

@@ -7,7 +7,7 @@
 //!   - name: slice1 window shape          # how reports name the bucket
 //!     backend: directml                  # a backend name, or "*" for any
 //!     device: "llvmpipe"                 # optional: a substring of the backend's device text
-//!     versions: ">=1.12.1, <1.15"        # optional: as in expected_failures (crate::versions)
+//!     versions: ">=1.12.1, <1.15"        # optional: as in expected_failures (`versions`)
 //!     check: values                      # optional: only failures of this check
 //!     predicate: slice1.output_smaller_than_window   # a named predicate on the descriptor,
 //!     # signature: values.slice1.e4.output_smaller_inner  # or a bucket signature
@@ -18,7 +18,7 @@
 //!     reason: ONNX clamps windows
 //! ```
 
-use crate::versions::VersionSpec;
+use crate::expectations::VersionSpec;
 use dmlcts_tensor::OperatorDesc;
 use serde::Deserialize;
 

@@ -4,9 +4,9 @@
 
 mod html;
 
-use crate::case::Case;
-use crate::runner::{CaseResult, Status};
-use crate::versions::device_version;
+use crate::corpus::Case;
+use crate::expectations::device_version;
+use crate::run::{CaseResult, Status};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -367,7 +367,7 @@ fn totals_json(t: &Totals) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Corpus;
+    use crate::corpus::Corpus;
 
     fn result(case: &Case, status: Status, reason: &str, details: &str) -> CaseResult {
         CaseResult {

@@ -22,8 +22,8 @@
 //!   slice1: ...
 //! ```
 
-use crate::case::{Case, Corpus, Expectation};
-use crate::runner::{RunOptions, Status, run_case};
+use crate::corpus::{Case, Corpus, Expectation};
+use crate::run::{RunOptions, Status, run_case};
 use dmlcts_oracle::OracleBackend;
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -153,7 +153,7 @@ impl Finding {
             }
         }
         if let Some(expectation) = &self.expectation {
-            let expectations = crate::report::Expectations::load(&root.join(expectation))
+            let expectations = crate::expectations::Expectations::load(&root.join(expectation))
                 .map_err(|e| format!("{file}: expectation: {e}"))?;
             // The corpus cases that show it are the file's expected failures for this
             // implementation, so the runner knows them.

@@ -1,8 +1,8 @@
 //! Which device runs a case, and how strictly: the one choice every entry point makes (the
 //! libtest glue, the conformance command), so a case means the same everywhere.
 
-use crate::case::Case;
-use crate::runner::RunOptions;
+use crate::corpus::Case;
+use crate::run::RunOptions;
 use dmlcts_tensor::{Backend, FeatureLevel};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ impl<'a> Devices<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::case::Corpus;
+    use crate::corpus::Corpus;
     use dmlcts_oracle::OracleBackend;
     use std::cell::RefCell;
 

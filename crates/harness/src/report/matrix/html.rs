@@ -4,7 +4,7 @@
 //! cells against its totals (`data-counted`, which the browser test reads back).
 
 use super::{Matrix, STATUSES, Totals};
-use crate::runner::Status;
+use crate::run::Status;
 use std::fmt::Write as _;
 
 /// Text for HTML content and double-quoted attribute values.

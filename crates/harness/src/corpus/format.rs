@@ -1,0 +1,307 @@
+//! The YAML case format (cases/README.md documents it): the raw file as parsed, and its
+//! conversion into a `Case` with every field checked.
+
+use super::data::{TensorData, parse_data, seed_from_name};
+use super::{Case, Expectation};
+use dmlcts_oracle::{spec, validate};
+use dmlcts_tensor::{
+    DataType, FeatureLevel, JoinDesc, OperatorDesc, Slice1Desc, SplitDesc, TensorDesc,
+};
+use serde::Deserialize;
+
+pub(super) struct CaseError {
+    pub case: String,
+    pub text: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFile {
+    pub cases: Vec<RawCase>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCase {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub feature_level: Option<String>,
+    #[serde(default)]
+    pub split: Option<RawSplit>,
+    #[serde(default)]
+    pub join: Option<RawJoin>,
+    #[serde(default)]
+    pub slice1: Option<RawSlice1>,
+    #[serde(default)]
+    pub reject: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSplit {
+    pub axis: u32,
+    pub input: RawTensor,
+    pub outputs: Vec<RawTensor>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawJoin {
+    pub axis: u32,
+    pub inputs: Vec<RawTensor>,
+    pub output: RawTensor,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSlice1 {
+    #[serde(default)]
+    pub dimension_count: Option<u32>,
+    pub input_window_offsets: Vec<u32>,
+    pub input_window_sizes: Vec<u32>,
+    pub input_window_strides: Vec<i32>,
+    pub input: RawTensor,
+    pub output: RawTensor,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTensor {
+    pub data_type: String,
+    pub sizes: Vec<u32>,
+    #[serde(default)]
+    pub strides: Option<Vec<u32>>,
+    #[serde(default)]
+    pub total_tensor_size_in_bytes: Option<u64>,
+    /// Inputs only: the values (or a generator).
+    #[serde(default)]
+    pub data: Option<serde_yaml::Value>,
+    /// Outputs only: the expected values.
+    #[serde(default)]
+    pub expected: Option<serde_yaml::Value>,
+}
+
+enum Role {
+    Input,
+    Output,
+}
+
+struct Converted {
+    inputs: Vec<TensorData>,
+    expected: Vec<Option<Vec<u64>>>,
+}
+
+impl RawTensor {
+    fn to_desc(&self, field: &str) -> Result<TensorDesc, String> {
+        let data_type = DataType::from_name(&self.data_type).ok_or_else(|| {
+            format!(
+                "{field}.data_type: unknown data type `{}` (expected one of {})",
+                self.data_type,
+                DataType::ALL.map(DataType::name).join(", ")
+            )
+        })?;
+        let mut desc = TensorDesc::strided(data_type, &self.sizes, self.strides.as_deref());
+        if let Some(total) = self.total_tensor_size_in_bytes {
+            desc.total_tensor_size_in_bytes = total;
+        }
+        Ok(desc)
+    }
+
+    fn convert(
+        &self,
+        field: &str,
+        role: Role,
+        desc: &TensorDesc,
+        seed: u64,
+        out: &mut Converted,
+    ) -> Result<(), String> {
+        match role {
+            Role::Input => {
+                if self.expected.is_some() {
+                    return Err(format!(
+                        "{field}.expected: only output tensors have expected values"
+                    ));
+                }
+                let data = match &self.data {
+                    Some(node) => parse_data(node, desc.data_type, &desc.sizes, seed)
+                        .map_err(|e| format!("{field}.data: {e}"))?,
+                    None => TensorData::Random { seed },
+                };
+                out.inputs.push(data);
+            }
+            Role::Output => {
+                if self.data.is_some() {
+                    return Err(format!(
+                        "{field}.data: output tensors take `expected`, not `data`"
+                    ));
+                }
+                let expected = match &self.expected {
+                    None => None,
+                    Some(node) => match parse_data(node, desc.data_type, &desc.sizes, seed)
+                        .map_err(|e| format!("{field}.expected: {e}"))?
+                    {
+                        TensorData::Logical(values) => Some(values),
+                        _ => {
+                            return Err(format!(
+                                "{field}.expected: expected values must be listed, not generated"
+                            ));
+                        }
+                    },
+                };
+                out.expected.push(expected);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RawCase {
+    pub(super) fn to_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
+        let error = |text: String| CaseError {
+            case: self.name.clone(),
+            text,
+        };
+        if self.name.trim().is_empty() || self.name.chars().any(char::is_whitespace) {
+            return Err(error(format!(
+                "name: `{}` must be non-empty and contain no spaces",
+                self.name
+            )));
+        }
+        let seed = seed_from_name(&self.name);
+        let mut converted = Converted {
+            inputs: Vec::new(),
+            expected: Vec::new(),
+        };
+        let present = [
+            self.split.is_some(),
+            self.join.is_some(),
+            self.slice1.is_some(),
+        ];
+        if present.iter().filter(|&&p| p).count() != 1 {
+            return Err(error(
+                "exactly one of `split`, `join` or `slice1` must be given".to_string(),
+            ));
+        }
+        let op = if let Some(split) = &self.split {
+            let input = split.input.to_desc("split.input").map_err(error)?;
+            split
+                .input
+                .convert("split.input", Role::Input, &input, seed, &mut converted)
+                .map_err(error)?;
+            let mut outputs = Vec::new();
+            for (i, raw) in split.outputs.iter().enumerate() {
+                let field = format!("split.outputs[{i}]");
+                let desc = raw.to_desc(&field).map_err(error)?;
+                raw.convert(&field, Role::Output, &desc, seed, &mut converted)
+                    .map_err(error)?;
+                outputs.push(desc);
+            }
+            OperatorDesc::Split(SplitDesc {
+                input_tensor: input,
+                output_tensors: outputs,
+                axis: split.axis,
+            })
+        } else if let Some(join) = &self.join {
+            let mut inputs = Vec::new();
+            for (i, raw) in join.inputs.iter().enumerate() {
+                let field = format!("join.inputs[{i}]");
+                let desc = raw.to_desc(&field).map_err(error)?;
+                raw.convert(
+                    &field,
+                    Role::Input,
+                    &desc,
+                    seed.wrapping_add(i as u64),
+                    &mut converted,
+                )
+                .map_err(error)?;
+                inputs.push(desc);
+            }
+            let output = join.output.to_desc("join.output").map_err(error)?;
+            join.output
+                .convert("join.output", Role::Output, &output, seed, &mut converted)
+                .map_err(error)?;
+            OperatorDesc::Join(JoinDesc {
+                input_tensors: inputs,
+                output_tensor: output,
+                axis: join.axis,
+            })
+        } else {
+            let slice = self.slice1.as_ref().expect("one operator is present");
+            let input = slice.input.to_desc("slice1.input").map_err(error)?;
+            slice
+                .input
+                .convert("slice1.input", Role::Input, &input, seed, &mut converted)
+                .map_err(error)?;
+            let output = slice.output.to_desc("slice1.output").map_err(error)?;
+            slice
+                .output
+                .convert("slice1.output", Role::Output, &output, seed, &mut converted)
+                .map_err(error)?;
+            OperatorDesc::Slice1(Slice1Desc {
+                input_tensor: input,
+                output_tensor: output,
+                dimension_count: slice
+                    .dimension_count
+                    .unwrap_or(slice.input_window_offsets.len() as u32),
+                input_window_offsets: slice.input_window_offsets.clone(),
+                input_window_sizes: slice.input_window_sizes.clone(),
+                input_window_strides: slice.input_window_strides.clone(),
+            })
+        };
+        let expect = match &self.reject {
+            None => Expectation::Accept,
+            Some(rule) => {
+                if spec::constraint(rule).is_none() {
+                    return Err(error(format!(
+                        "reject: unknown rule id `{rule}` (the ids are the constraint ids in specs/)"
+                    )));
+                }
+                Expectation::Reject { rule: rule.clone() }
+            }
+        };
+        let feature_level = match &self.feature_level {
+            Some(text) => FeatureLevel::parse(text).ok_or_else(|| {
+                error(format!(
+                    "feature_level: unknown level `{text}` (expected e.g. 1_0, 2_1, 4_1)"
+                ))
+            })?,
+            None => lowest_level_with_verdict(&op, &expect).ok_or_else(|| {
+                let verdict = match validate(&op, FeatureLevel::LATEST) {
+                    Ok(()) => "accepts it".to_string(),
+                    Err(v) => format!("rejects it with {v}"),
+                };
+                error(format!(
+                    "no feature level gives the stated expectation; at {} the oracle {verdict}",
+                    FeatureLevel::LATEST
+                ))
+            })?,
+        };
+        Ok(Case {
+            name: self.name.clone(),
+            file: file.to_string(),
+            line,
+            description: self.description.clone(),
+            tags: self.tags.clone(),
+            feature_level,
+            op,
+            inputs: converted.inputs,
+            expected: converted.expected,
+            expect,
+        })
+    }
+}
+
+/// The lowest level at which the oracle's verdict is the case's expectation.
+fn lowest_level_with_verdict(op: &OperatorDesc, expect: &Expectation) -> Option<FeatureLevel> {
+    FeatureLevel::ALL
+        .into_iter()
+        .find(|&level| match (validate(op, level), expect) {
+            (Ok(()), Expectation::Accept) => true,
+            (Err(v), Expectation::Reject { rule }) => v.rule == *rule,
+            _ => false,
+        })
+}

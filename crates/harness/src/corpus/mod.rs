@@ -1,0 +1,16 @@
+//! The case corpus: one case (`case`), the YAML format (`format`, documented in
+//! cases/README.md) and the cheap pass before the parser (`scan`), tensor data and seeded
+//! inputs (`data`), loading from files, folders or the copy embedded in this crate (`load`),
+//! writing cases back out (`write`), and the generated parts of the corpus (`generate`).
+
+mod case;
+pub mod data;
+mod format;
+pub mod generate;
+mod load;
+mod scan;
+mod write;
+
+pub use case::{Case, Expectation, LoadError};
+pub use load::Corpus;
+pub use write::cases_to_yaml;

@@ -1,0 +1,232 @@
+//! The expectations file (`--expectations FILE`), in one place: what a backend is expected to
+//! fail in the corpus (`expected_failures`, here), the known differences and not-enforced rules
+//! of fuzz campaigns (`known`), and which versions of a backend an entry is about (`versions`).
+
+mod known;
+mod versions;
+
+pub use known::{KnownDifference, NotEnforced, PREDICATES, Predicate, predicate};
+pub use versions::{Version, VersionSpec, device_version};
+
+use crate::run::{CaseResult, Status};
+use serde::Deserialize;
+use std::path::Path;
+
+/// Known failures, per backend (`--expectations FILE`):
+///
+/// ```yaml
+/// expected_failures:
+///   - backend: directml       # a backend name, or "*" for any
+///     device: "llvmpipe"      # optional: a substring of the backend's device text
+///     versions: ">=1.12.1, <1.15"  # optional: the versions it fails on (`versions`);
+///                             # matched against the `version X.Y.Z` in the device text
+///     case: some.case.name    # exact case name
+///     reason: why it fails, and what settles it
+/// ```
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    #[serde(default)]
+    pub expected_failures: Vec<ExpectedFailure>,
+    /// Fuzz campaigns: known differences on generated cases (`known`).
+    #[serde(default)]
+    pub known_differences: Vec<crate::expectations::KnownDifference>,
+    /// Fuzz campaigns: rules a backend does not enforce by design (`known`).
+    #[serde(default)]
+    pub not_enforced: Vec<crate::expectations::NotEnforced>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedFailure {
+    pub backend: String,
+    #[serde(default)]
+    pub device: Option<String>,
+    #[serde(default)]
+    pub versions: Option<VersionSpec>,
+    pub case: String,
+    pub reason: String,
+}
+
+impl ExpectedFailure {
+    /// Whether the entry is about this backend on this device (and this version, where it
+    /// names versions: an entry for another version is not about this run at all).
+    fn applies(&self, backend: &str, device: &str) -> bool {
+        (self.backend == "*" || self.backend == backend)
+            && self.device.as_deref().is_none_or(|d| device.contains(d))
+            && self
+                .versions
+                .as_ref()
+                .is_none_or(|v| v.matches_device(device))
+    }
+}
+
+impl Expectations {
+    pub fn load(path: &Path) -> Result<Expectations, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let expectations: Expectations =
+            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let problems: Vec<String> = (expectations.known_differences.iter().enumerate())
+            .flat_map(|(i, k)| {
+                k.problems()
+                    .into_iter()
+                    .map(move |p| format!("known_differences[{i}] ({}): {p}", k.name))
+            })
+            .chain(
+                (expectations.not_enforced.iter().enumerate()).flat_map(|(i, n)| {
+                    n.problems()
+                        .into_iter()
+                        .map(move |p| format!("not_enforced[{i}]: {p}"))
+                }),
+            )
+            .collect();
+        match problems.first() {
+            Some(problem) => Err(format!("{}: {problem}", path.display())),
+            None => Ok(expectations),
+        }
+    }
+
+    fn find(&self, backend: &str, device: &str, case: &str) -> Option<&ExpectedFailure> {
+        self.expected_failures
+            .iter()
+            .find(|e| e.case == case && e.applies(backend, device))
+    }
+
+    /// An expected failure that fails becomes `ExpectedFailure`; one that passes fails the
+    /// run ("unexpected pass": the expectation is stale). Returns the applicable entries
+    /// naming no case that ran, so stale entries can be reported.
+    pub fn apply(&self, backend: &str, device: &str, results: &mut [CaseResult]) -> Vec<String> {
+        for result in results.iter_mut() {
+            let Some(expected) = self.find(backend, device, &result.name) else {
+                continue;
+            };
+            match result.status {
+                Status::Failed => {
+                    result.status = Status::ExpectedFailure;
+                    result
+                        .notes
+                        .push(format!("expected failure: {}", expected.reason));
+                }
+                Status::Passed => {
+                    result.status = Status::Failed;
+                    result.reason = "unexpected pass".to_string();
+                    let on = match (&expected.versions, device_version(device)) {
+                        (Some(versions), Some(version)) => {
+                            format!(" on versions {versions}, and this is {version}")
+                        }
+                        _ => String::new(),
+                    };
+                    result.details = format!(
+                        "  the expectations file lists it as failing{on} ({}); remove the entry \
+                         or narrow its versions\n",
+                        expected.reason
+                    );
+                }
+                Status::Skipped | Status::ExpectedFailure | Status::Informational => {}
+            }
+        }
+        self.expected_failures
+            .iter()
+            .filter(|e| e.applies(backend, device))
+            .filter(|e| !results.iter().any(|r| r.name == e.case))
+            .map(|e| e.case.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn result(name: &str, status: Status) -> CaseResult {
+        CaseResult {
+            name: name.to_string(),
+            file: "cases/x.yaml".to_string(),
+            line: 1,
+            status,
+            reason: String::new(),
+            details: String::new(),
+            notes: Vec::new(),
+            duration: Duration::ZERO,
+            feature_level: None,
+            run_level: None,
+        }
+    }
+
+    const FILE: &str = r#"
+expected_failures:
+  - backend: directml
+    versions: ">=1.12.1, <1.15"
+    case: a
+    reason: window shape
+  - backend: directml
+    versions: ["1.9.0"]
+    case: b
+    reason: old bug
+"#;
+
+    fn device(version: &str) -> String {
+        format!("directml: DirectML.dll version {version} on llvmpipe, DML feature level 6_1")
+    }
+
+    #[test]
+    fn an_entry_applies_only_to_the_versions_it_names() {
+        let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
+        for (version, a_expected) in [("1.12.1.0", true), ("1.13.1.0", true), ("1.15.4.0", false)] {
+            let mut results = vec![result("a", Status::Failed), result("b", Status::Passed)];
+            let stale = expectations.apply("directml", &device(version), &mut results);
+            let a_status = if a_expected {
+                Status::ExpectedFailure
+            } else {
+                Status::Failed
+            };
+            assert_eq!(results[0].status, a_status, "{version}");
+            // b's entry is for 1.9.0 only: passing here is not an unexpected pass.
+            assert_eq!(results[1].status, Status::Passed, "{version}");
+            assert!(stale.is_empty(), "{version}: {stale:?}");
+        }
+    }
+
+    #[test]
+    fn an_entry_for_the_running_version_that_passes_fails_the_run() {
+        let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
+        let mut results = vec![result("a", Status::Passed), result("b", Status::Passed)];
+        expectations.apply("directml", &device("1.13.1.0"), &mut results);
+        assert_eq!(results[0].status, Status::Failed);
+        assert_eq!(results[0].reason, "unexpected pass");
+        assert_eq!(
+            results[0].details,
+            "  the expectations file lists it as failing on versions >=1.12.1, <1.15, and this \
+             is 1.13.1.0 (window shape); remove the entry or narrow its versions\n"
+        );
+        assert_eq!(results[1].status, Status::Passed);
+        let mut results = vec![result("b", Status::Passed)];
+        expectations.apply("directml", &device("1.9.0.0"), &mut results);
+        assert_eq!(results[0].reason, "unexpected pass");
+    }
+
+    #[test]
+    fn stale_entries_are_only_those_for_the_running_version() {
+        let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
+        let mut results = vec![result("other", Status::Passed)];
+        let stale = expectations.apply("directml", &device("1.9.0.0"), &mut results);
+        assert_eq!(stale, vec!["b".to_string()]);
+        let stale = expectations.apply("directml", "a device with no version", &mut results);
+        assert!(stale.is_empty(), "{stale:?}");
+    }
+
+    #[test]
+    fn a_bad_versions_field_names_the_entry_and_its_line() {
+        let text = "expected_failures:\n  - backend: directml\n    versions: \">=1.x\"\n    case: a\n    reason: r\n";
+        let error = serde_yaml::from_str::<Expectations>(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("expected_failures[0]: `>=1.x` is not a version requirement"),
+            "{error}"
+        );
+        assert!(error.contains("line 2"), "{error}");
+    }
+}

@@ -1,0 +1,13 @@
+//! What a run reports: the summary counts, the JSON and JUnit XML reports, the results matrix
+//! (a row per case, a column per backend) and its page, and the findings record
+//! (docs/findings/).
+
+pub mod findings;
+mod json;
+mod junit;
+pub mod matrix;
+mod summary;
+
+pub use json::{RunInfo, json_report};
+pub use junit::junit_report;
+pub use summary::Summary;
