@@ -13,7 +13,9 @@ use crate::corpus::data::{logical_elements, too_large};
 use crate::corpus::{Case, Expectation};
 use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
-use dmlcts_tensor::{Backend, CompileError, FeatureLevel, OutputBinding, Rejected};
+use dmlcts_tensor::{
+    Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, Rejected,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -206,7 +208,26 @@ fn run_checks(
     options: &RunOptions,
     notes: &mut Vec<String>,
 ) -> Outcome {
-    // 1. The corpus itself: the stored expectation must be the oracle's verdict.
+    if let Err(outcome) = check_corpus_expectation(case) {
+        return outcome;
+    }
+    // Step 2, skips.
+    if let Some(reason) = skip_reason(backend, case, options) {
+        return Outcome::Skip(reason);
+    }
+    let level = options
+        .feature_level
+        .unwrap_or_else(|| backend.feature_level());
+
+    let compiled = match compile_and_judge(backend, case, options, level, notes) {
+        Ok(compiled) => compiled,
+        Err(outcome) => return outcome,
+    };
+    execute_and_compare(case, compiled.as_ref(), notes)
+}
+
+/// Step 1, the corpus itself: the stored expectation must be the oracle's verdict.
+fn check_corpus_expectation(case: &Case) -> Result<(), Outcome> {
     let stored_level = case.feature_level;
     match (validate(&case.op, stored_level), &case.expect) {
         (Ok(()), Expectation::Accept) => {}
@@ -220,41 +241,46 @@ fn run_checks(
                 Ok(()) => "accepts it".to_string(),
                 Err(v) => format!("rejects it: {v}"),
             };
-            return fail(
+            return Err(fail(
                 "corpus: the case's expectation disagrees with the oracle",
                 format!("  the case says {says} at {stored_level}; the oracle {oracle}"),
-            );
+            ));
         }
     }
+    Ok(())
+}
 
-    // 2. Skips.
-    if let Some(reason) = skip_reason(backend, case, options) {
-        return Outcome::Skip(reason);
-    }
-    let level = options
-        .feature_level
-        .unwrap_or_else(|| backend.feature_level());
-
-    // 3. Accept or reject, as the oracle does at this level.
+/// Step 3 (after the skips), accept or reject as the oracle does at this level: the backend's
+/// compiled operator when the case goes on to execute, or else the case's outcome.
+fn compile_and_judge<'a>(
+    backend: &'a dyn Backend,
+    case: &Case,
+    options: &RunOptions,
+    level: FeatureLevel,
+    notes: &mut Vec<String>,
+) -> Result<Box<dyn CompiledOperator + 'a>, Outcome> {
     let verdict = validate(&case.op, level);
     let compiled = match catch_unwind(AssertUnwindSafe(|| backend.compile(&case.op))) {
         Err(panic) => {
-            return fail(
+            return Err(fail(
                 "compile panicked",
                 format!("  panic: {}", panic_message(panic.as_ref())),
-            );
+            ));
         }
         Ok(compiled) => compiled,
     };
     let compiled = match compiled {
         Err(CompileError::Failed(message)) => {
-            return fail(
+            return Err(fail(
                 "the backend failed",
                 format!("  while compiling: {message}"),
-            );
+            ));
         }
         Err(CompileError::Unsupported(reason)) => {
-            return Outcome::Skip(format!("backend {}: {reason}", backend.name()));
+            return Err(Outcome::Skip(format!(
+                "backend {}: {reason}",
+                backend.name()
+            )));
         }
         Err(CompileError::Rejected(rejected)) => Err(rejected),
         Ok(compiled) => Ok(compiled),
@@ -262,13 +288,13 @@ fn run_checks(
     let compiled = match (verdict, compiled) {
         (Err(violation), Err(rejected)) => {
             note_rule_difference(&violation.rule, &rejected, notes);
-            return Outcome::Pass;
+            return Err(Outcome::Pass);
         }
         (Ok(()), Err(rejected)) => {
-            return fail(
+            return Err(fail(
                 "rejected a valid descriptor",
                 format!("  the backend said: {rejected}\n  the oracle accepts it at {level}"),
-            );
+            ));
         }
         (Err(violation), Ok(compiled)) => {
             // Every rule the descriptor breaks, not only the first, decides: one the backend
@@ -282,10 +308,10 @@ fn run_checks(
                 profile.enforces(rule) && !beyond_level(rule)
             }) {
                 Err(enforced) => {
-                    return fail(
+                    return Err(fail(
                         "accepted an invalid descriptor",
                         format!("  the oracle rejects it at {level}: {enforced}"),
-                    );
+                    ));
                 }
                 Ok(broken) => broken,
             };
@@ -299,10 +325,10 @@ fn run_checks(
                     let _ = writeln!(details, "  the oracle rejects it at {level}: {v}");
                 }
                 let _ = writeln!(details, "  the backend's validation profile: {profile}");
-                return Outcome::Informational {
+                return Err(Outcome::Informational {
                     reason: format!("accepted; DirectML rejects it: rule {}", first.rule),
                     details,
-                };
+                });
             }
             notes.push(format!(
                 "accepted beyond the level-{level} tables ({violation}); checking its outputs"
@@ -311,8 +337,15 @@ fn run_checks(
         }
         (Ok(()), Ok(compiled)) => compiled,
     };
+    Ok(compiled)
+}
 
-    // 4. Execute and compare; sizes first, so nothing is allocated for a case too large.
+/// Step 4, execute and compare; sizes first, so nothing is allocated for a case too large.
+fn execute_and_compare(
+    case: &Case,
+    compiled: &dyn CompiledOperator,
+    notes: &mut Vec<String>,
+) -> Outcome {
     let outputs = case.op.outputs();
     if let Some(reason) = case
         .op
