@@ -22,6 +22,9 @@ mod scaling;
 mod wgpu;
 mod workloads;
 
+use dmlcts_tensor::DataType;
+use workloads::Workload;
+
 struct Options {
     backend: String,
     adapter: Option<String>,
@@ -71,6 +74,18 @@ impl Options {
         self.filter
             .as_ref()
             .is_some_and(|f| !label.contains(f.as_str()))
+    }
+
+    /// The 64 MiB table's rows `--filter` lets through, in table order: each workload in
+    /// FLOAT32, FLOAT16 and UINT8.
+    fn selected_rows(&self) -> Vec<(Workload, DataType)> {
+        [DataType::Float32, DataType::Float16, DataType::Uint8]
+            .into_iter()
+            .flat_map(|data_type| Workload::ALL.into_iter().map(move |w| (w, data_type)))
+            .filter(|(workload, data_type)| {
+                !self.filtered_out(&format!("{} {}", workload.name(), data_type))
+            })
+            .collect()
     }
 }
 

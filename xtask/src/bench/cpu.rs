@@ -63,18 +63,12 @@ fn measure_all(
     settle: &Settle,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
-    for data_type in [DataType::Float32, DataType::Float16, DataType::Uint8] {
-        for workload in Workload::ALL {
-            let label = format!("{} {}", workload.name(), data_type);
-            if options.filtered_out(&label) {
-                continue;
-            }
-            let row = measure(
-                backend, workload, data_type, options, references, threads, settle,
-            );
-            report::print_row(&row);
-            rows.push(row);
-        }
+    for (workload, data_type) in options.selected_rows() {
+        let row = measure(
+            backend, workload, data_type, options, references, threads, settle,
+        );
+        report::print_row(&row);
+        rows.push(row);
     }
     rows
 }

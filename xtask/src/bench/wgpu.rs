@@ -22,18 +22,9 @@ pub(super) fn bench_wgpu(options: &Options) -> i32 {
         return 1;
     }
     print_header(options.runs, &backend);
-    let mut rows = Vec::new();
-    for data_type in [DataType::Float32, DataType::Float16, DataType::Uint8] {
-        for workload in Workload::ALL {
-            let label = format!("{} {}", workload.name(), data_type);
-            if options.filtered_out(&label) {
-                continue;
-            }
-            if let Some(row) = wgpu_row(&backend, workload, data_type, options.runs) {
-                rows.push(row);
-            }
-        }
-    }
+    let rows: Vec<_> = (options.selected_rows().into_iter())
+        .filter_map(|(workload, data_type)| wgpu_row(&backend, workload, data_type, options.runs))
+        .collect();
     if let Some(path) = &options.json {
         let report =
             serde_json::json!({"adapter": backend.device(), "runs": options.runs, "results": rows});
