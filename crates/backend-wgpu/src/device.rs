@@ -160,6 +160,34 @@ pub(crate) fn open(filter: Option<&str>, kernel: &str) -> Result<Gpu, String> {
 }
 
 impl Gpu {
+    /// The kernel's bindings: the source and target buffers as words (bindings 0 and 1) and
+    /// again as 16-byte blocks (3 and 4, kernel.wgsl's `src4` and `dst4`), and the piece
+    /// table (2).
+    pub(crate) fn bind_group(
+        &self,
+        source: &wgpu::Buffer,
+        target: &wgpu::Buffer,
+        table: &wgpu::Buffer,
+    ) -> wgpu::BindGroup {
+        fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+            wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            }
+        }
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &self.bind_group_layout,
+            entries: &[
+                entry(0, source),
+                entry(1, target),
+                entry(2, table),
+                entry(3, source),
+                entry(4, target),
+            ],
+        })
+    }
+
     /// The kernel's pipeline for `specialization`, made on first use.
     pub(crate) fn pipeline(
         &self,

@@ -123,32 +123,7 @@ impl Gpu {
                 contents: &[0u8; PIECE_WORDS * 4],
                 usage: wgpu::BufferUsages::STORAGE,
             });
-        let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &self.bind_group_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: source.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: target.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: unused.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: source.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: target.as_entire_binding(),
-                },
-            ],
-        });
+        let bind_group = self.bind_group(source, target, &unused);
         if let Some(error) = pollster::block_on(scope.pop()) {
             return Err(format!("the lane copy does not build: {error}"));
         }

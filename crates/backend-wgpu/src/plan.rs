@@ -180,32 +180,11 @@ impl Gpu {
                     contents: &table_bytes,
                     usage: wgpu::BufferUsages::STORAGE,
                 });
-            let bind_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &self.bind_group_layout,
-                entries: &[
-                    wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: input_placement.buffers[src_buffer].as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 1,
-                        resource: output_placement.buffers[dst_buffer].as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 2,
-                        resource: table.as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 3,
-                        resource: input_placement.buffers[src_buffer].as_entire_binding(),
-                    },
-                    wgpu::BindGroupEntry {
-                        binding: 4,
-                        resource: output_placement.buffers[dst_buffer].as_entire_binding(),
-                    },
-                ],
-            });
+            let bind_group = self.bind_group(
+                &input_placement.buffers[src_buffer],
+                &output_placement.buffers[dst_buffer],
+                &table,
+            );
             dispatches.push(Dispatch {
                 specialization: Some(specialization),
                 pipeline: self.pipeline(specialization)?,
