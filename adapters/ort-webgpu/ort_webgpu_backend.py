@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""A dmlcts backend on ONNX Runtime's WebGPU execution provider (npm onnxruntime-node 1.30.0:
+Dawn on Vulkan), with the CPU fallback disabled.
+
+    cargo xtask conformance --backend ort-webgpu                # Dawn on SwiftShader
+    cargo xtask conformance --backend ort-webgpu@lavapipe25     # Dawn on Mesa 25's lavapipe
+
+This server speaks the dmlcts protocol and builds each operator's one-node opset-18 ONNX model
+with the ONNX Runtime adapter's own builder (adapters/onnxruntime: Split, Concat, Slice; the
+same translation the `onnxruntime` backend is judged by). A Node.js worker (worker.mjs,
+`npm ci --ignore-scripts` in this folder) creates an InferenceSession on `webgpu` with
+`session.disable_cpu_ep_fallback = '1'` and runs it. Without that option a node the WebGPU
+provider has no kernel for silently runs on the CPU provider; with it, the session fails, and
+that failure is `unsupported` here (the type is one the WebGPU path cannot hold), never a pass.
+
+`--driver` picks the Vulkan driver by its ICD file (VK_ICD_FILENAMES in the worker's
+environment; Dawn sees that one driver only):
+
+    swiftshader   SwiftShader from Debian's chromium-common (no shader-f16: FLOAT16 Concat,
+                  Split and Slice are refused by the provider at the first run: `unsupported`)
+    lavapipe25    Mesa 25's lavapipe, as `cargo xtask directml setup` unpacks it into
+                  target/directml-stack (Dawn refuses Debian's Mesa 22 lavapipe: "Vulkan
+                  shaderUniform*ArrayDynamicIndexing required", no adapter)
+
+Strides and TotalTensorSizeInBytes never reach ONNX Runtime: the shared glue
+(adapters/python/dmlcts_adapter.py) gathers and scatters.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE.parent / "onnxruntime"))
+
+import numpy as np  # noqa: E402
+
+import dmlcts_adapter as adapter  # noqa: E402
+import onnxruntime_backend as onnx_models  # noqa: E402
+
+STACK = ROOT / "target" / "directml-stack"
+DRIVERS = {
+    "swiftshader": {
+        "icd": Path("/usr/lib/chromium/vk_swiftshader_icd.json"),
+        "library_path": None,
+        "package": "chromium-common",
+    },
+    "lavapipe25": {
+        "icd": STACK / "lvp25_icd.json",
+        "library_path": STACK / "mesa25" / "usr" / "lib" / "x86_64-linux-gnu",
+        "package": None,  # unpacked, not installed: the version is the ICD library's
+    },
+}
+
+# numpy dtypes as onnxruntime-node's tensor types.
+ORT_TYPES = {
+    "<f8": "float64", "<f4": "float32", "<f2": "float16", "<i8": "int64", "<i4": "int32",
+    "<i2": "int16", "|i1": "int8", "<u8": "uint64", "<u4": "uint32", "<u2": "uint16",
+    "|u1": "uint8",
+}
+NUMPY_TYPES = {v: k for k, v in ORT_TYPES.items()}
+
+NO_CPU_FALLBACK = "fallback to CPU EP has been explicitly disabled"
+NO_SHADER_F16 = "requires f16 but the device does not support it"
+
+
+class Worker:
+    """The Node.js worker, over its pipes (dmlcts frames)."""
+
+    def __init__(self, environment):
+        self.process = subprocess.Popen(
+            ["node", str(HERE / "worker.mjs")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            cwd=HERE, env=environment)
+
+    def ask(self, header, payloads=()):
+        adapter.write_frame(self.process.stdin, header, payloads)
+        if header["type"] == "release":
+            return None, []
+        reply = adapter.read_frame(self.process.stdout)
+        if reply is None:
+            raise RuntimeError(f"the Node.js worker exited (status {self.process.poll()})")
+        return reply
+
+
+def driver_environment(driver):
+    settings = DRIVERS[driver]
+    if not settings["icd"].is_file():
+        hint = ("Debian package chromium-common" if driver == "swiftshader" else
+                "`cargo xtask directml setup` unpacks Mesa 25 there")
+        sys.exit(f"ort-webgpu: no ICD file {settings['icd']} ({hint})")
+    environment = dict(os.environ, VK_ICD_FILENAMES=str(settings["icd"]))
+    if settings["library_path"]:
+        environment["LD_LIBRARY_PATH"] = ":".join(
+            p for p in [str(settings["library_path"]), os.environ.get("LD_LIBRARY_PATH")] if p)
+    # Dawn asks for it on Linux; any writable folder will do.
+    environment.setdefault("XDG_RUNTIME_DIR", "/tmp")
+    return environment
+
+
+def driver_version(driver):
+    settings = DRIVERS[driver]
+    if settings["package"]:
+        try:
+            return subprocess.run(["dpkg-query", "-W", "-f=${Version}", settings["package"]],
+                                  capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return "unknown"
+    # The package the stack unpacked (apt/debs/mesa-vulkan-drivers_VERSION_amd64.deb).
+    debs = sorted((STACK / "apt" / "debs").glob("mesa-vulkan-drivers_*.deb"))
+    return (f"mesa-vulkan-drivers {debs[0].name.split('_')[1]} (unpacked)" if debs
+            else "Mesa 25 (version unknown)")
+
+
+# Sessions kept alive in the worker at once: the glue has no release hook, and the harness
+# compiles and runs one case at a time, so older sessions are released as new ones come.
+LIVE_SESSIONS = 16
+
+
+class OrtWebGpu:
+    def __init__(self, driver):
+        self.driver = driver
+        self.sessions = []
+        self.next_key = 0
+        self.worker = Worker(driver_environment(driver))
+        info, _ = self.worker.ask({"type": "info"})
+        self.info = info
+
+    def compile(self, operator):
+        model, names = onnx_models.model(operator)
+        _, _, inputs, _ = adapter.tensors(operator)
+        self.next_key += 1
+        key = self.next_key
+        reply, _ = self.worker.ask({"type": "session", "id": key}, [model.SerializeToString()])
+        if reply["type"] != "ok":
+            message = " ".join(str(reply.get("message")).split())[:400]
+            if NO_CPU_FALLBACK in message:
+                types = sorted({t["data_type"] for t in inputs})
+                raise adapter.Unsupported(
+                    f"ONNX Runtime's WebGPU provider has no kernel for this node on "
+                    f"{', '.join(types)} and the CPU fallback is disabled: {message}")
+            raise adapter.Rejected(f"onnxruntime-webgpu: {message}")
+        program = (key, names, inputs)
+        self.sessions.append(program)
+        while len(self.sessions) > LIVE_SESSIONS:
+            self.release(self.sessions[0])
+        if any(t["data_type"] == "FLOAT16" for t in inputs):
+            # The provider checks shader-f16 only when it generates the shader, at the
+            # first run: a run on zeros tells whether this device can hold the type.
+            try:
+                self.run(program, [np.zeros(t["sizes"], adapter.dtype(t)) for t in inputs])
+            except RuntimeError as e:
+                if NO_SHADER_F16 in str(e):
+                    self.release(program)
+                    raise adapter.Unsupported(
+                        f"the Vulkan device has no shader-f16, which ONNX Runtime's WebGPU "
+                        f"provider needs for FLOAT16: {str(e)[:300]}") from None
+        return program
+
+    def run(self, program, arrays):
+        key, names, inputs = program
+        described = [{"name": n, "dtype": ORT_TYPES[a.dtype.str], "dims": list(a.shape)}
+                     for n, a in zip(names, arrays)]
+        reply, payloads = self.worker.ask({"type": "run", "id": key, "inputs": described},
+                                          [np.ascontiguousarray(a).tobytes() for a in arrays])
+        if reply["type"] != "ok":
+            raise RuntimeError(f"onnxruntime-webgpu: {reply.get('message')}")
+        return [np.frombuffer(p, NUMPY_TYPES[o["dtype"]]).reshape(o["dims"])
+                for o, p in zip(reply["outputs"], payloads)]
+
+    def release(self, program):
+        if program in self.sessions:
+            self.sessions.remove(program)
+        self.worker.ask({"type": "release", "id": program[0]})
+
+    def describe(self):
+        versions = self.info.get("versions", {})
+        icd = DRIVERS[self.driver]["icd"]
+        return (f"ONNX Runtime version {versions.get('node')} (onnxruntime-node "
+                f"{versions.get('node')}, onnxruntime-common {versions.get('common')}, Node.js "
+                f"{self.info.get('node')}), WebGPU execution provider (Dawn) on Vulkan driver "
+                f"{self.driver}: {DRIVERS[self.driver]['package'] or ''} "
+                f"{driver_version(self.driver)}, ICD {icd}; CPU fallback "
+                f"disabled (numpy {np.__version__}, Python {sys.version.split()[0]})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--driver", choices=sorted(DRIVERS), default="swiftshader")
+    args = parser.parse_args()
+    backend = OrtWebGpu(args.driver)
+    # One name for every driver: expectations entries tell drivers apart by the device text.
+    adapter.serve("ort-webgpu", backend.describe(), backend.compile, backend.run)
+
+
+if __name__ == "__main__":
+    main()
