@@ -14,6 +14,7 @@
 // WebGPU provider cannot take fails the session instead of running on the CPU provider.
 
 import ort from 'onnxruntime-node';
+import { pathToFileURL } from 'node:url';
 
 export const SESSION_OPTIONS = {
   executionProviders: ['webgpu'],
@@ -117,10 +118,13 @@ function drain() {
   }
 }
 
-process.stdin.on('data', (chunk) => {
-  pending = Buffer.concat([pending, chunk]);
-  drain();
-});
-process.stdin.on('end', () => {
-  busy.then(() => process.exit(0));
-});
+// Serves only when run as the worker (the tests import SESSION_OPTIONS from it).
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.stdin.on('data', (chunk) => {
+    pending = Buffer.concat([pending, chunk]);
+    drain();
+  });
+  process.stdin.on('end', () => {
+    busy.then(() => process.exit(0));
+  });
+}

@@ -81,6 +81,19 @@ pub const PREDICATES: &[Predicate] = &[
                   (docs/findings/tract-empty-slice-optimizer-error.yaml)",
         holds: slice1_empty_output,
     },
+    Predicate {
+        name: "slice1.negative_stride_unsigned",
+        description: "a Slice1 of an unsigned type (UINT8 to UINT64) with a negative window \
+                  stride in some dimension \
+                  (docs/findings/iree-unsigned-reverse-does-not-compile.yaml)",
+        holds: slice1_negative_stride_unsigned,
+    },
+    Predicate {
+        name: "slice1.negative_stride",
+        description: "a Slice1 with a negative window stride in some dimension \
+                  (docs/findings/ort-webgpu-slice-negative-step.yaml)",
+        holds: slice1_negative_stride,
+    },
 ];
 
 pub fn predicate(name: &str) -> Option<&'static Predicate> {
@@ -111,6 +124,17 @@ fn slice1_zero_window_stride(op: &OperatorDesc) -> bool {
 
 fn slice1_empty_output(op: &OperatorDesc) -> bool {
     matches!(op, OperatorDesc::Slice1(slice) if slice.output_tensor.sizes.contains(&0))
+}
+
+fn slice1_negative_stride(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Slice1(slice) if slice.input_window_strides.iter().any(|&s| s < 0))
+}
+
+fn slice1_negative_stride_unsigned(op: &OperatorDesc) -> bool {
+    use dmlcts_tensor::DataType::{Uint8, Uint16, Uint32, Uint64};
+    slice1_negative_stride(op)
+        && matches!(op, OperatorDesc::Slice1(slice)
+            if matches!(slice.input_tensor.data_type, Uint8 | Uint16 | Uint32 | Uint64))
 }
 
 /// Whether an entry keyed by backend, device text and versions applies to this backend.
@@ -194,6 +218,32 @@ mod tests {
             input_window_sizes: vec![3, 2, 4],
             input_window_strides: strides.to_vec(),
         })
+    }
+
+    #[test]
+    fn the_negative_stride_predicates_hold_for_a_negative_stride_and_the_unsigned_one_for_unsigned_types_only()
+    {
+        let negative = predicate("slice1.negative_stride").unwrap().holds;
+        let unsigned = predicate("slice1.negative_stride_unsigned").unwrap().holds;
+        let of = |data_type, strides: &[i32]| {
+            OperatorDesc::Slice1(Slice1Desc {
+                input_tensor: TensorDesc::packed(data_type, &[3, 2]),
+                output_tensor: TensorDesc::packed(data_type, &[3, 2]),
+                dimension_count: 2,
+                input_window_offsets: vec![0; 2],
+                input_window_sizes: vec![3, 2],
+                input_window_strides: strides.to_vec(),
+            })
+        };
+        assert!(negative(&of(DataType::Float32, &[1, -1])));
+        assert!(!negative(&of(DataType::Float32, &[1, 2])));
+        for data_type in [DataType::Uint8, DataType::Uint16, DataType::Uint32, DataType::Uint64] {
+            assert!(unsigned(&of(data_type, &[-2, 1])));
+            assert!(!unsigned(&of(data_type, &[2, 1])));
+        }
+        for data_type in [DataType::Int8, DataType::Int64, DataType::Float16, DataType::Float64] {
+            assert!(!unsigned(&of(data_type, &[-2, 1])));
+        }
     }
 
     #[test]

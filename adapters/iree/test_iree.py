@@ -1,0 +1,99 @@
+"""The IREE servers over the protocol (the shared checks of adapters/tests on iree-cpu), the
+StableHLO they write, and what each Vulkan driver cannot hold.
+
+    python3 -m unittest discover -s adapters/iree -p 'test_*.py'
+"""
+
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "python"))
+sys.path.insert(0, str(HERE))
+
+import iree_backend  # noqa: E402
+import test_adapters  # noqa: E402
+
+SCRIPT = HERE / "iree_backend.py"
+
+
+class IreeCpuServer(test_adapters.ServerTests, unittest.TestCase):
+    name = "iree"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = test_adapters.Server(SCRIPT)
+        cls.hello = cls.server.ask({"type": "hello", "protocol": 1})[0]
+
+    def test_hello_declares_values_only_one_level_every_type_and_the_version(self):
+        super().test_hello_declares_values_only_one_level_every_type_and_the_version()
+        self.assertIn("IREE version 3.13.0", self.hello["device"])
+        self.assertIn("llvm-cpu", self.hello["device"])
+
+    def test_an_unsigned_reversal_is_refused_by_the_compiler(self):
+        # docs/findings/iree-unsigned-reverse-does-not-compile.yaml: the adapter passes IREE's
+        # refusal on as it comes; the harness then fails the case (an expected failure).
+        operator = test_adapters.slice1([0], [2], [-1], [2], [2])
+        operator["slice1"]["input"] = test_adapters.tensor("UINT8", [2])
+        operator["slice1"]["output"] = test_adapters.tensor("UINT8", [2])
+        reply = self.server.ask({"type": "compile", "id": 40, "operator": operator})[0]
+        self.assertEqual(reply["type"], "rejected", reply)
+        self.assertIn("failed to legalize operation 'linalg.generic'", reply["reason"])
+
+
+class Translation(unittest.TestCase):
+    def test_a_negative_stride_reverses_then_slices_from_the_reversed_window_end(self):
+        # Window [1, 4) of 6, stride -2: reads 3, 1; reversed, index 3 is 6 - 1 - 3 = 2.
+        operator = test_adapters.slice1([1], [3], [-2], [6], [2])
+        text = iree_backend.module_text(operator)
+        self.assertIn('"stablehlo.reverse"(%x0) {dimensions = array<i64: 0>}', text)
+        self.assertIn("start_indices = array<i64: 2>, limit_indices = array<i64: 5>, "
+                      "strides = array<i64: 2>", text)
+
+    def test_a_split_slices_each_output_at_its_running_offset(self):
+        operator = {"split": {"axis": 1, "input": test_adapters.tensor("INT16", [2, 5]),
+                              "outputs": [test_adapters.tensor("INT16", [2, 2]),
+                                          test_adapters.tensor("INT16", [2, 3])]}}
+        text = iree_backend.module_text(operator)
+        self.assertIn("start_indices = array<i64: 0, 2>, limit_indices = array<i64: 2, 5>", text)
+        self.assertIn("-> (tensor<2x2xi16>, tensor<2x3xi16>)", text)
+
+    def test_every_type_keeps_its_own_element_type(self):
+        operator = {"join": {"axis": 0, "inputs": [test_adapters.tensor("UINT16", [1])] * 2,
+                             "output": test_adapters.tensor("UINT16", [2])}}
+        self.assertIn("tensor<2xui16>", iree_backend.module_text(operator))
+
+
+@unittest.skipUnless(Path(iree_backend.DRIVERS["swiftshader"]["icd"]).is_file(),
+                     "SwiftShader (Debian chromium-common) is not installed")
+class SwiftShader(unittest.TestCase):
+    def test_float64_is_unsupported_with_the_reason_and_float32_runs(self):
+        process = subprocess.Popen([sys.executable, str(SCRIPT), "--target", "vulkan",
+                                    "--driver", "swiftshader"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE)
+        server = test_adapters.Server.__new__(test_adapters.Server)
+        server.process = process
+        hello = server.ask({"type": "hello", "protocol": 1})[0]
+        self.assertIn("SwiftShader", hello["device"])
+        self.assertIn("driver swiftshader: chromium-common", hello["device"])
+        operator = {"join": {"axis": 0, "inputs": [test_adapters.tensor("FLOAT64", [1])] * 2,
+                             "output": test_adapters.tensor("FLOAT64", [2])}}
+        reply = server.ask({"type": "compile", "id": 1, "operator": operator})[0]
+        self.assertEqual(reply["type"], "unsupported", reply)
+        self.assertIn("shaderFloat64", reply["reason"])
+        operator = {"join": {"axis": 0, "inputs": [test_adapters.tensor("FLOAT32", [1])] * 2,
+                             "output": test_adapters.tensor("FLOAT32", [2])}}
+        reply = server.ask({"type": "compile", "id": 2, "operator": operator})[0]
+        self.assertEqual(reply["type"], "accepted", reply)
+        header, payloads = server.ask({"type": "execute", "id": 2, "inputs": 2, "outputs": 1},
+                                      [b"\x00\x00\x80\x3f", b"\x00\x00\x00\xc0", bytes(8)])
+        self.assertEqual(payloads, [b"\x00\x00\x80\x3f\x00\x00\x00\xc0"], header)
+        reply, code = server.close()
+        self.assertEqual((reply[0]["type"], code), ("bye", 0))
+
+
+if __name__ == "__main__":
+    unittest.main()
