@@ -49,7 +49,10 @@ impl Backend for OnDriver {
 
 /// `, ICD PATH (PACKAGE VERSION)` for the ICD file VK_ICD_FILENAMES names, or nothing.
 fn driver_origin() -> String {
-    let Some(icd) = std::env::var("VK_ICD_FILENAMES").ok().filter(|s| !s.is_empty()) else {
+    let Some(icd) = std::env::var("VK_ICD_FILENAMES")
+        .ok()
+        .filter(|s| !s.is_empty())
+    else {
         return String::new();
     };
     let query = |args: &[&str]| {

@@ -221,8 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn the_negative_stride_predicates_hold_for_a_negative_stride_and_the_unsigned_one_for_unsigned_types_only()
-    {
+    fn negative_stride_predicates_hold_on_negative_strides_the_unsigned_one_on_unsigned_types() {
         let negative = predicate("slice1.negative_stride").unwrap().holds;
         let unsigned = predicate("slice1.negative_stride_unsigned").unwrap().holds;
         let of = |data_type, strides: &[i32]| {
@@ -237,11 +236,21 @@ mod tests {
         };
         assert!(negative(&of(DataType::Float32, &[1, -1])));
         assert!(!negative(&of(DataType::Float32, &[1, 2])));
-        for data_type in [DataType::Uint8, DataType::Uint16, DataType::Uint32, DataType::Uint64] {
+        for data_type in [
+            DataType::Uint8,
+            DataType::Uint16,
+            DataType::Uint32,
+            DataType::Uint64,
+        ] {
             assert!(unsigned(&of(data_type, &[-2, 1])));
             assert!(!unsigned(&of(data_type, &[2, 1])));
         }
-        for data_type in [DataType::Int8, DataType::Int64, DataType::Float16, DataType::Float64] {
+        for data_type in [
+            DataType::Int8,
+            DataType::Int64,
+            DataType::Float16,
+            DataType::Float64,
+        ] {
             assert!(!unsigned(&of(data_type, &[-2, 1])));
         }
     }
