@@ -8,6 +8,7 @@
 //!   timeouts, and a fresh child after a crash, a hang or a protocol violation;
 //!   [`ProcessBackendAtLevel`] is it as a device at one of the levels its server offers.
 
+pub mod bounds;
 pub mod descriptor;
 pub mod frame;
 mod levels;
