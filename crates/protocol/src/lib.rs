@@ -16,7 +16,10 @@ mod process;
 mod server;
 
 pub use levels::ProcessBackendAtLevel;
-pub use process::{ProcessBackend, ProcessOptions};
+pub use process::{
+    MAX_TIMEOUT, ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP, STDERR_LINE_BYTES,
+    STDERR_LINES,
+};
 pub use server::{Server, serve, serve_levels, write_reply};
 
 /// The protocol version this crate speaks.

@@ -1,36 +1,41 @@
 //! `ProcessBackend`: a backend served by a child process. Every write and every wait for a
 //! reply is bounded by `timeout`; a child that exits, is killed by a signal, hangs, stops
 //! reading or breaks the protocol fails the request with what happened and the last lines of
-//! its stderr (bounded in bytes), its whole process group is killed and reaped, and the next
-//! request starts a fresh child. A child whose `hello` is unusable fails every case with the
-//! reason instead of stopping the run.
+//! its stderr (bounded in bytes), it and everything it started are killed and reaped
+//! (reaper.rs), and the next request starts a fresh child. A child whose `hello` is unusable
+//! fails every case with the reason instead of stopping the run; after
+//! `STALLS_BEFORE_GIVING_UP` hangs or failed starts in a row, so does every later request,
+//! at once. What a reply says is kept only up to `MAX_TEXT_BYTES` a text.
 
-use crate::PROTOCOL_VERSION;
+mod child;
+mod hello;
+#[cfg(target_os = "linux")]
+mod parent_death;
+mod reaper;
+
+use crate::bounds::{MAX_TEXT_BYTES, bounded, bounded_json};
 use crate::descriptor::to_json;
-use crate::frame::{Frame, FrameError, read_frame, write_frame};
+use crate::frame::Frame;
+use child::{Running, SpawnError, bury, exchange, notify, shut_down, spawn};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
     Rejected, ValidationProfile,
 };
+use hello::Hello;
 use serde_json::{Value, json};
-use std::collections::VecDeque;
-use std::io::{self, Read, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Lines of the child's stderr kept for failure messages.
-pub const STDERR_LINES: usize = 20;
-/// Bytes kept of each of those lines; the rest of a longer line is counted, not kept. So a
-/// failure message carries at most 20 x 2 KiB = 40 KiB of stderr.
-pub const STDERR_LINE_BYTES: usize = 2048;
-/// How long a child that is already closing its pipes gets to exit on its own before its
-/// group is killed (so its own exit status can be reported).
-const EXIT_GRACE: Duration = Duration::from_millis(200);
+pub use child::{STDERR_LINE_BYTES, STDERR_LINES};
+
 /// Longest wait for the `release` and `shutdown` messages, which have no reply.
 const NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
+/// The longest timeout a `ProcessBackend` uses (7 days); longer ones are cut to it.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Hangs (no reply, or a request not read, within the timeout) and failed starts in a row
+/// after which every later request fails at once, without a process.
+pub const STALLS_BEFORE_GIVING_UP: u32 = 3;
 
 #[derive(Clone, Debug)]
 pub struct ProcessOptions {
@@ -38,9 +43,10 @@ pub struct ProcessOptions {
     pub command: String,
     /// The name reports and replay commands use (e.g. `process:<command>`).
     pub name: String,
-    /// Longest wait for any one reply.
+    /// Longest wait for any one reply (at most `MAX_TIMEOUT`).
     pub timeout: Duration,
-    /// Longest wait for the first `hello` (device creation can be slow).
+    /// Longest wait for the first `hello` (device creation can be slow; at most
+    /// `MAX_TIMEOUT`).
     pub startup_timeout: Duration,
     /// Where the command runs (the current folder when None).
     pub working_dir: Option<std::path::PathBuf>,
@@ -58,41 +64,48 @@ impl ProcessOptions {
     }
 }
 
-/// What the server said about itself.
-#[derive(Clone, Debug)]
-struct Hello {
-    name: String,
-    feature_level: FeatureLevel,
-    /// The levels a `compile` may ask for (`feature_levels`); empty: the claimed one only.
-    feature_levels: Vec<FeatureLevel>,
-    data_types: Vec<DataType>,
-    device: String,
-    /// `profile` and `not_enforced`: the DirectML rules it enforces (absent: all).
-    profile: ValidationProfile,
-}
-
-struct Running {
-    child: Child,
-    stdin: ChildStdin,
-    frames: Receiver<Result<Frame, String>>,
-    stderr: Arc<Mutex<StderrTail>>,
-    generation: u64,
-}
-
 pub struct ProcessBackend {
     options: ProcessOptions,
     /// The server's hello, or why there is none usable: then every case fails with it.
     hello: Result<Hello, String>,
-    running: Mutex<Option<Running>>,
+    link: Mutex<Link>,
     generations: AtomicU64,
     next_id: AtomicU64,
+}
+
+/// The child now serving, and how the last requests went.
+#[derive(Default)]
+struct Link {
+    running: Option<Running>,
+    /// Hangs and failed starts since the last reply that ended a case.
+    stalls: u32,
+    /// Why every request now fails at once: the stalls in a row, the last one's text.
+    given_up: Option<String>,
+}
+
+impl Link {
+    /// Counts a hang or failed start; the text for this request's failure.
+    fn stalled(&mut self, text: String) -> String {
+        self.stalls += 1;
+        if self.stalls < STALLS_BEFORE_GIVING_UP {
+            return text;
+        }
+        let given_up = format!(
+            "backend process: given up after {STALLS_BEFORE_GIVING_UP} hangs or failed starts \
+             in a row; every later case fails at once without it. The last: {text}"
+        );
+        self.given_up = Some(given_up.clone());
+        given_up
+    }
 }
 
 impl ProcessBackend {
     /// Starts the server and asks who it is. Only a process that cannot be started at all is
     /// an error here; a server that dies, hangs or answers `hello` badly gives a backend whose
     /// every case fails with that reason, so the run still ends with its report.
-    pub fn start(options: ProcessOptions) -> Result<ProcessBackend, String> {
+    pub fn start(mut options: ProcessOptions) -> Result<ProcessBackend, String> {
+        options.timeout = options.timeout.min(MAX_TIMEOUT);
+        options.startup_timeout = options.startup_timeout.min(MAX_TIMEOUT);
         let generations = AtomicU64::new(0);
         let (running, hello) = match spawn(&options, &generations) {
             Ok((running, hello)) => (Some(running), Ok(hello)),
@@ -102,7 +115,10 @@ impl ProcessBackend {
         Ok(ProcessBackend {
             options,
             hello,
-            running: Mutex::new(running),
+            link: Mutex::new(Link {
+                running,
+                ..Link::default()
+            }),
             generations,
             next_id: AtomicU64::new(1),
         })
@@ -113,26 +129,34 @@ impl ProcessBackend {
         self.hello.as_ref().err().map(String::as_str)
     }
 
-    /// Sends a request and waits for its reply. Any failure kills the child; the next
-    /// request starts a new one.
+    /// Sends a request and waits for its reply, whose payloads must fit `reply_limits`. Any
+    /// failure kills the child; the next request starts a new one, unless the stalls in a
+    /// row have reached `STALLS_BEFORE_GIVING_UP`.
     fn request(
         &self,
         header: &Value,
         payloads: &[&[u8]],
+        reply_limits: &[u64],
         generation: Option<u64>,
     ) -> Result<(Frame, u64), String> {
-        let mut guard = self
-            .running
+        let mut link = self
+            .link
             .lock()
             .map_err(|_| "the backend lock is poisoned".to_string())?;
         if let Err(e) = &self.hello {
             return Err(e.clone());
         }
-        if guard.is_none() {
-            let (running, _) = spawn(&self.options, &self.generations).map_err(SpawnError::text)?;
-            *guard = Some(running);
+        if let Some(given_up) = &link.given_up {
+            return Err(given_up.clone());
         }
-        let running = guard.as_mut().expect("just started");
+        let running = match link.running.take() {
+            Some(running) => running,
+            None => match spawn(&self.options, &self.generations) {
+                Ok((running, _)) => running,
+                Err(e) => return Err(link.stalled(e.text())),
+            },
+        };
+        let running = link.running.insert(running);
         if let Some(expected) = generation
             && expected != running.generation
         {
@@ -141,12 +165,30 @@ impl ProcessBackend {
             );
         }
         let this_generation = running.generation;
-        let outcome = exchange(running, header, payloads, self.options.timeout);
-        match outcome {
-            Ok(frame) => Ok((frame, this_generation)),
-            Err(what) => {
-                let running = guard.take().expect("present");
-                Err(bury(running, &what))
+        match exchange(
+            running,
+            header,
+            payloads,
+            reply_limits,
+            self.options.timeout,
+        ) {
+            Ok(frame) => {
+                // A reply that ends a case ends a run of stalls; `accepted` leaves it to the
+                // execute that follows.
+                if frame.kind() != "accepted" {
+                    link.stalls = 0;
+                }
+                Ok((frame, this_generation))
+            }
+            Err(failure) => {
+                let running = link.running.take().expect("present");
+                let text = bury(running, &failure.text);
+                if failure.stalled {
+                    Err(link.stalled(text))
+                } else {
+                    link.stalls = 0;
+                    Err(text)
+                }
             }
         }
     }
@@ -154,491 +196,22 @@ impl ProcessBackend {
 
 impl Drop for ProcessBackend {
     fn drop(&mut self) {
-        if let Ok(mut guard) = self.running.lock()
-            && let Some(mut running) = guard.take()
+        if let Ok(mut link) = self.link.lock()
+            && let Some(running) = link.running.take()
         {
-            // Ask politely, then make sure: the whole group goes.
-            let shutdown = json!({"type": "shutdown"});
-            if write_within(&mut running.stdin, &shutdown, &[], NOTICE_TIMEOUT).is_ok() {
-                let _ = running.frames.recv_timeout(NOTICE_TIMEOUT);
-            }
-            end_process_group(&mut running.child);
+            // Ask politely, then make sure: the child and all it started go.
+            shut_down(running, NOTICE_TIMEOUT);
         }
     }
 }
 
-fn shell(command: &str) -> Command {
-    if cfg!(windows) {
-        let mut c = Command::new("cmd");
-        c.arg("/C").arg(command);
-        c
-    } else {
-        // A simple command replaces the shell, so the server is the harness's own child and
-        // its exit status or signal arrives unchanged; a compound one keeps the shell.
-        let simple = !command.contains([';', '&', '|', '<', '>', '(', ')', '$', '`', '\n']);
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(if simple {
-            format!("exec {command}")
-        } else {
-            command.to_string()
-        });
-        c
-    }
-}
-
-/// Why no child could be made ready.
-enum SpawnError {
-    /// The operating system could not start the command at all.
-    CannotStart(String),
-    /// It started, but gave no usable hello (it died, hung or answered wrongly).
-    NoHello(String),
-}
-
-impl SpawnError {
-    fn text(self) -> String {
-        match self {
-            SpawnError::CannotStart(e) | SpawnError::NoHello(e) => e,
-        }
-    }
-}
-
-fn spawn(
-    options: &ProcessOptions,
-    generations: &AtomicU64,
-) -> Result<(Running, Hello), SpawnError> {
-    let mut command = shell(&options.command);
-    if let Some(dir) = &options.working_dir {
-        command.current_dir(dir);
-    }
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        // Its own process group, so that whatever it starts is killed with it.
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-        become_subreaper();
-    }
-    let mut child = command
-        .spawn()
-        .map_err(|e| SpawnError::CannotStart(format!("cannot start `{}`: {e}", options.command)))?;
-    let stdin = child.stdin.take().expect("piped");
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr_pipe = child.stderr.take().expect("piped");
-    #[cfg(unix)]
-    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
-        end_process_group(&mut child);
-        return Err(SpawnError::CannotStart(format!(
-            "cannot make the pipe to `{}` non-blocking: {e}",
-            options.command
-        )));
-    }
-    let (sender, frames) = channel();
-    std::thread::spawn(move || {
-        loop {
-            let message = match read_frame(&mut stdout) {
-                Ok(Some(frame)) => Ok(frame),
-                Ok(None) => Err("the backend process closed its output".to_string()),
-                Err(FrameError::Io(e)) => Err(format!("reading the backend's output failed: {e}")),
-                Err(e) => Err(format!("protocol violation: {e}")),
-            };
-            let stop = message.is_err();
-            if sender.send(message).is_err() || stop {
-                return;
-            }
-        }
-    });
-    let stderr = Arc::new(Mutex::new(StderrTail::default()));
-    let tail = Arc::clone(&stderr);
-    std::thread::spawn(move || {
-        let mut buffer = vec![0u8; 64 << 10];
-        loop {
-            match stderr_pipe.read(&mut buffer) {
-                Ok(0) => return,
-                Ok(n) => {
-                    if let Ok(mut tail) = tail.lock() {
-                        tail.push(&buffer[..n]);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return,
-            }
-        }
-    });
-    let mut running = Running {
-        child,
-        stdin,
-        frames,
-        stderr,
-        generation: generations.fetch_add(1, Ordering::SeqCst),
-    };
-    let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION});
-    let reply = match exchange(&mut running, &hello, &[], options.startup_timeout) {
-        Ok(reply) => reply,
-        Err(what) => {
-            return Err(SpawnError::NoHello(bury(
-                running,
-                &format!("during hello: {what}"),
-            )));
-        }
-    };
-    match parse_hello(&reply) {
-        Ok(hello) => Ok((running, hello)),
-        Err(e) => Err(SpawnError::NoHello(bury(
-            running,
-            &format!("bad hello reply: {e}"),
-        ))),
-    }
-}
-
-/// The last lines of a child's stderr, each cut to `STDERR_LINE_BYTES`.
-#[derive(Default)]
-struct StderrTail {
-    lines: VecDeque<String>,
-    /// The line being written (no newline yet), up to `STDERR_LINE_BYTES`.
-    current: Vec<u8>,
-    /// Bytes of the current line beyond what is kept.
-    current_cut: u64,
-}
-
-impl StderrTail {
-    fn push(&mut self, mut bytes: &[u8]) {
-        while let Some(newline) = bytes.iter().position(|&b| b == b'\n') {
-            self.append(&bytes[..newline]);
-            let line = self.current_line();
-            if self.lines.len() == STDERR_LINES {
-                self.lines.pop_front();
-            }
-            self.lines.push_back(line);
-            self.current.clear();
-            self.current_cut = 0;
-            bytes = &bytes[newline + 1..];
-        }
-        self.append(bytes);
-    }
-
-    fn append(&mut self, bytes: &[u8]) {
-        let room = STDERR_LINE_BYTES.saturating_sub(self.current.len());
-        let kept = room.min(bytes.len());
-        self.current.extend_from_slice(&bytes[..kept]);
-        self.current_cut += (bytes.len() - kept) as u64;
-    }
-
-    fn current_line(&self) -> String {
-        let bytes = self.current.strip_suffix(b"\r").unwrap_or(&self.current);
-        let mut line = String::from_utf8_lossy(bytes).into_owned();
-        if self.current_cut > 0 {
-            line.push_str(&format!(
-                " [line cut: {} more bytes not kept]",
-                self.current_cut
-            ));
-        }
-        line
-    }
-
-    /// The kept lines, and the unfinished one if there is one.
-    fn lines(&self) -> Vec<String> {
-        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
-        if !self.current.is_empty() || self.current_cut > 0 {
-            if lines.len() == STDERR_LINES {
-                lines.remove(0);
-            }
-            lines.push(self.current_line());
-        }
-        lines
-    }
-}
-
-/// A hello member listing names (`what` names one: "data type", "level"), each parsed by
-/// `parse`; None when it is absent or null.
-fn name_list<T>(
-    frame: &Frame,
-    key: &str,
-    what: &str,
-    parse: impl Fn(&str) -> Option<T>,
-) -> Result<Option<Vec<T>>, String> {
-    match frame.header.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(names)) => names
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .and_then(&parse)
-                    .ok_or_else(|| format!("unknown {what} {v} in \"{key}\""))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(other) => Err(format!(
-            "\"{key}\" must be an array of names, found {other}"
-        )),
-    }
-}
-
-fn parse_hello(frame: &Frame) -> Result<Hello, String> {
-    if frame.kind() != "hello" {
-        return Err(format!("expected a hello, got {}", frame.header));
-    }
-    let protocol = frame.header.get("protocol").and_then(Value::as_u64);
-    if protocol != Some(PROTOCOL_VERSION) {
-        return Err(format!(
-            "protocol {protocol:?}; this harness speaks {PROTOCOL_VERSION}"
-        ));
-    }
-    let text = |key: &str| match frame.header.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(text)) => Ok(text.clone()),
-        Some(other) => Err(format!("\"{key}\" must be a string, found {other}")),
-    };
-    let level = text("feature_level")?;
-    let feature_level =
-        FeatureLevel::parse(&level).ok_or_else(|| format!("bad feature_level {level:?}"))?;
-    let data_types = name_list(frame, "data_types", "data type", DataType::from_name)?
-        .ok_or("hello needs \"data_types\"")?;
-    let feature_levels =
-        name_list(frame, "feature_levels", "level", FeatureLevel::parse)?.unwrap_or_default();
-    let profile = parse_profile(frame)?;
-    Ok(Hello {
-        name: text("name")?,
-        feature_level,
-        feature_levels,
-        data_types,
-        device: text("device")?,
-        profile,
-    })
-}
-
-/// The hello's `profile` (`"strict"`, `"values-only"`; absent: strict) and `not_enforced`
-/// (rule ids from specs/).
-fn parse_profile(frame: &Frame) -> Result<ValidationProfile, String> {
-    let values_only = match frame.header.get("profile") {
-        None | Some(Value::Null) => false,
-        Some(Value::String(name)) if name == "strict" => false,
-        Some(Value::String(name)) if name == "values-only" => true,
-        Some(other) => {
-            return Err(format!(
-                "unknown \"profile\" {other}; the profiles are \"strict\" and \"values-only\""
-            ));
-        }
-    };
-    let not_enforced = name_list(frame, "not_enforced", "rule id", |rule| {
-        dmlcts_oracle::spec::constraint(rule).map(|_| rule.to_string())
-    })?
-    .unwrap_or_default();
-    Ok(if values_only {
-        ValidationProfile::ValuesOnly
-    } else if not_enforced.is_empty() {
-        ValidationProfile::Strict
-    } else {
-        ValidationProfile::NotEnforced(not_enforced)
-    })
-}
-
-/// Writes a request and waits for one reply frame; each of the two takes at most `timeout`.
-fn exchange(
-    running: &mut Running,
-    header: &Value,
-    payloads: &[&[u8]],
-    timeout: Duration,
-) -> Result<Frame, String> {
-    write_within(&mut running.stdin, header, payloads, timeout).map_err(|e| {
-        if e.kind() == io::ErrorKind::TimedOut {
-            format!(
-                "the request was not read within {:.1} s (the backend stopped reading its input?)",
-                timeout.as_secs_f64()
-            )
-        } else {
-            format!("writing to the backend process failed: {e}")
-        }
-    })?;
-    match running.frames.recv_timeout(timeout) {
-        Ok(Ok(frame)) => Ok(frame),
-        Ok(Err(what)) => Err(what),
-        Err(RecvTimeoutError::Timeout) => Err(format!(
-            "no reply within {:.1} s (hung?)",
-            timeout.as_secs_f64()
-        )),
-        Err(RecvTimeoutError::Disconnected) => {
-            Err("the backend process's output is gone".to_string())
-        }
-    }
-}
-
-/// Writes one frame, giving up with `TimedOut` when the child has not taken it all within
-/// `timeout` (its stdin is non-blocking on Unix).
-fn write_within(
-    stdin: &mut ChildStdin,
-    header: &Value,
-    payloads: &[&[u8]],
-    timeout: Duration,
-) -> io::Result<()> {
-    let mut writer = DeadlineWriter {
-        stdin,
-        deadline: Instant::now() + timeout,
-    };
-    write_frame(&mut writer, header, payloads)
-}
-
-struct DeadlineWriter<'a> {
-    stdin: &'a mut ChildStdin,
-    /// Used where the pipe can be non-blocking (Unix).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    deadline: Instant,
-}
-
-impl Write for DeadlineWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        loop {
-            match self.stdin.write(bytes) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable()?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                other => return other,
-            }
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.stdin.flush()
-    }
-}
-
-impl DeadlineWriter<'_> {
-    #[cfg(unix)]
-    fn wait_writable(&self) -> io::Result<()> {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let left = self.deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        let timeout = Timespec {
-            tv_sec: left.as_secs() as _,
-            tv_nsec: left.subsec_nanos() as _,
-        };
-        let mut fds = [PollFd::new(&*self.stdin, PollFlags::OUT)];
-        match poll(&mut fds, Some(&timeout)) {
-            Ok(0) => Err(io::ErrorKind::TimedOut.into()),
-            // Writable, or an error the next write reports.
-            Ok(_) => Ok(()),
-            Err(rustix::io::Errno::INTR) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    /// Elsewhere the pipe blocks and never says `WouldBlock`.
-    #[cfg(not(unix))]
-    fn wait_writable(&self) -> io::Result<()> {
-        Err(io::ErrorKind::TimedOut.into())
-    }
-}
-
-/// Makes this process the reaper of orphaned descendants (Linux), so that a server's
-/// grandchildren, killed with its group, are reaped here instead of waiting on an init that
-/// may never reap them.
-#[cfg(unix)]
-fn become_subreaper() {
-    #[cfg(target_os = "linux")]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-        });
-    }
-}
-
-/// Kills the child's whole process group, then reaps the child and every member of the group
-/// that was reparented here. Returns the child's status.
-fn end_process_group(child: &mut Child) -> Option<std::process::ExitStatus> {
-    #[cfg(unix)]
-    {
-        use rustix::process::{Pid, Signal, WaitOptions, kill_process_group, waitpgid};
-        let group = Pid::from_child(child);
-        // The child is not reaped yet, so its pid (the group's id) cannot have been reused.
-        let _ = kill_process_group(group, Signal::KILL);
-        let status = child.wait().ok();
-        // Members whose parent died were reparented to this process (see become_subreaper);
-        // SIGKILL cannot be caught, so they go quickly, but never wait without bound.
-        let until = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < until {
-            match waitpgid(group, WaitOptions::NOHANG) {
-                Ok(Some(_)) => {}
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(_) => break, // no child of ours left in the group
-            }
-        }
-        status
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = child.kill();
-        child.wait().ok()
-    }
-}
-
-/// Whether the child has exited, without reaping it (so its group id stays reserved).
-fn has_exited(child: &mut Child) -> bool {
-    #[cfg(unix)]
-    {
-        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-        matches!(
-            waitid(WaitId::Pid(Pid::from_child(child)), options),
-            Ok(Some(_))
-        )
-    }
-    #[cfg(not(unix))]
-    {
-        matches!(child.try_wait(), Ok(Some(_)))
-    }
-}
-
-/// Kills the child's group and describes how the child ended, with its last stderr lines.
-fn bury(mut running: Running, what: &str) -> String {
-    // A child that already closed its pipes may be about to exit: let it, to report its own
-    // status.
-    let started = Instant::now();
-    let mut exited = has_exited(&mut running.child);
-    while !exited && started.elapsed() < EXIT_GRACE {
-        std::thread::sleep(Duration::from_millis(10));
-        exited = has_exited(&mut running.child);
-    }
-    let status = end_process_group(&mut running.child);
-    let ended = match (exited, status) {
-        (true, Some(status)) => describe_exit(status),
-        _ => "was killed by the harness".to_string(),
-    };
-    std::thread::sleep(Duration::from_millis(20)); // let the stderr reader catch up
-    let tail = running.stderr.lock().map(|t| t.lines()).unwrap_or_default();
-    let mut message = format!("backend process: {what}; it {ended}");
-    if tail.is_empty() {
-        message.push_str("; its stderr was empty");
-    } else {
-        message.push_str("; last lines of its stderr:");
-        for line in tail {
-            message.push_str("\n    | ");
-            message.push_str(&line);
-        }
-    }
-    message
-}
-
-fn describe_exit(status: std::process::ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("was killed by signal {signal}");
-        }
-    }
-    match status.code() {
-        // A shell reports a child killed by signal N as status 128 + N.
-        Some(code) if cfg!(unix) && (129..=192).contains(&code) => format!(
-            "exited with status {code} (from the shell: killed by signal {})",
-            code - 128
-        ),
-        Some(code) => format!("exited with status {code}"),
-        None => "exited".to_string(),
-    }
+/// A reply's text member, bounded; None when absent or not a string.
+fn text(reply: &Frame, key: &str) -> Option<String> {
+    reply
+        .header
+        .get(key)
+        .and_then(Value::as_str)
+        .map(|text| bounded(text, MAX_TEXT_BYTES))
 }
 
 struct ProcessCompiled<'a> {
@@ -654,25 +227,24 @@ impl CompiledOperator for ProcessCompiled<'_> {
             outputs.iter_mut().map(|o| o.bytes_mut().to_vec()).collect();
         let mut payloads: Vec<&[u8]> = inputs.to_vec();
         payloads.extend(output_bytes.iter().map(Vec::as_slice));
-        let (reply, _) = self
-            .backend
-            .request(&header, &payloads, Some(self.generation))?;
+        // The reply may carry the output buffers, each at most as long as it went.
+        let limits: Vec<u64> = output_bytes.iter().map(|o| o.len() as u64).collect();
+        let (reply, _) =
+            self.backend
+                .request(&header, &payloads, &limits, Some(self.generation))?;
         match reply.kind() {
             "executed" if reply.id() == Some(self.id) => {}
             "error" => {
                 return Err(format!(
                     "the backend reported an error: {}",
-                    reply
-                        .header
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or("(no message)")
+                    text(&reply, "message").unwrap_or_else(|| "(no message)".to_string())
                 ));
             }
             _ => {
                 return Err(format!(
                     "protocol violation: expected `executed` for id {}, got {}",
-                    self.id, reply.header
+                    self.id,
+                    bounded_json(&reply.header)
                 ));
             }
         }
@@ -701,12 +273,12 @@ impl CompiledOperator for ProcessCompiled<'_> {
 impl Drop for ProcessCompiled<'_> {
     fn drop(&mut self) {
         // `release` has no reply; a dead child needs no release.
-        if let Ok(mut guard) = self.backend.running.lock()
-            && let Some(running) = guard.as_mut()
+        if let Ok(mut link) = self.backend.link.lock()
+            && let Some(running) = link.running.as_mut()
             && running.generation == self.generation
         {
             let release = json!({"type": "release", "id": self.id});
-            let _ = write_within(&mut running.stdin, &release, &[], NOTICE_TIMEOUT);
+            let _ = notify(running, &release, NOTICE_TIMEOUT);
         }
     }
 }
@@ -774,15 +346,8 @@ impl ProcessBackend {
             header["feature_level"] = json!(level.to_string());
         }
         let (reply, generation) = self
-            .request(&header, &[], None)
+            .request(&header, &[], &[], None)
             .map_err(CompileError::Failed)?;
-        let text = |key: &str| {
-            reply
-                .header
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
         match reply.kind() {
             "accepted" if reply.id() == Some(id) => Ok(Box::new(ProcessCompiled {
                 backend: self,
@@ -790,91 +355,20 @@ impl ProcessBackend {
                 generation,
             })),
             "rejected" if reply.id() == Some(id) => Err(CompileError::Rejected(Rejected {
-                rule: text("rule"),
-                message: text("reason").unwrap_or_default(),
+                rule: text(&reply, "rule"),
+                message: text(&reply, "reason").unwrap_or_default(),
             })),
             "unsupported" if reply.id() == Some(id) => Err(CompileError::Unsupported(
-                text("reason").unwrap_or_default(),
+                text(&reply, "reason").unwrap_or_default(),
             )),
             "error" => Err(CompileError::Failed(format!(
                 "the backend reported an error: {}",
-                text("message").unwrap_or_default()
+                text(&reply, "message").unwrap_or_default()
             ))),
             _ => Err(CompileError::Failed(format!(
                 "protocol violation: expected `accepted` or `rejected` for id {id}, got {}",
-                reply.header
+                bounded_json(&reply.header)
             ))),
         }
-    }
-}
-
-#[cfg(test)]
-mod hello_tests {
-    use super::*;
-
-    fn hello(extra: Value) -> Result<Hello, String> {
-        let mut header = json!({"type": "hello", "protocol": PROTOCOL_VERSION, "name": "x",
-                                "feature_level": "4_1", "data_types": ["FLOAT32"]});
-        for (key, value) in extra.as_object().expect("an object") {
-            header[key] = value.clone();
-        }
-        parse_hello(&Frame::new(header))
-    }
-
-    #[test]
-    fn feature_levels_are_optional_and_each_must_be_a_level() {
-        assert_eq!(hello(json!({})).expect("a hello").feature_levels, []);
-        assert_eq!(
-            hello(json!({"feature_levels": ["1_0", "4_1"]}))
-                .expect("a hello")
-                .feature_levels,
-            [FeatureLevel::L1_0, FeatureLevel::L4_1]
-        );
-        assert_eq!(
-            hello(json!({"feature_levels": ["1_0", "9_9"]})).err(),
-            Some("unknown level \"9_9\" in \"feature_levels\"".to_string())
-        );
-        assert_eq!(
-            hello(json!({"feature_levels": "4_1"})).err(),
-            Some("\"feature_levels\" must be an array of names, found \"4_1\"".to_string())
-        );
-    }
-
-    #[test]
-    fn a_profile_is_strict_values_only_or_rules_not_enforced_and_each_rule_must_exist() {
-        let profile = |extra: Value| hello(extra).map(|h| h.profile);
-        assert_eq!(profile(json!({})), Ok(ValidationProfile::Strict));
-        assert_eq!(
-            profile(json!({"profile": "strict"})),
-            Ok(ValidationProfile::Strict)
-        );
-        assert_eq!(
-            profile(json!({"profile": "values-only"})),
-            Ok(ValidationProfile::ValuesOnly)
-        );
-        assert_eq!(
-            profile(json!({"not_enforced": ["slice1.window_inside_input"]})),
-            Ok(ValidationProfile::NotEnforced(vec![
-                "slice1.window_inside_input".to_string()
-            ]))
-        );
-        assert_eq!(
-            profile(json!({"profile": "lenient"})),
-            Err(
-                "unknown \"profile\" \"lenient\"; the profiles are \"strict\" and \"values-only\""
-                    .to_string()
-            )
-        );
-        assert_eq!(
-            profile(json!({"not_enforced": ["slice1.window_inside"]})),
-            Err("unknown rule id \"slice1.window_inside\" in \"not_enforced\"".to_string())
-        );
-        assert_eq!(
-            profile(json!({"not_enforced": "slice1.window_inside_input"})),
-            Err(
-                "\"not_enforced\" must be an array of names, found \"slice1.window_inside_input\""
-                    .to_string()
-            )
-        );
     }
 }
