@@ -104,7 +104,11 @@ fn report(backend: &str, results: &[CaseResult], out: &Path) {
 fn hostile_run(fault: &str, cases: &[Case], timeout: Duration, out: &Path) -> Run {
     let run = run_recording_pids(fault, cases, timeout);
     report(&format!("broken-server {fault}"), &run.results, out);
-    println!("{} cases in {:.1} s", cases.len(), run.elapsed.as_secs_f64());
+    println!(
+        "{} cases in {:.1} s",
+        cases.len(),
+        run.elapsed.as_secs_f64()
+    );
     assert_eq!(run.results.len(), cases.len());
     assert_eq!(run.left_behind, Vec::<String>::new());
     run

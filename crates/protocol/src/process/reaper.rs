@@ -20,12 +20,12 @@ use std::process::{Child, Command, ExitStatus};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Sender, channel};
-use std::time::{Duration, Instant};
 
 /// The environment variable that tags a server and what it starts.
 pub(super) const TAG_VARIABLE: &str = "DMLCTS_SERVER_TAG";
 /// Longest wait for the processes of one server to be gone and reaped.
-const SWEEP_TIME: Duration = Duration::from_secs(2);
+#[cfg(unix)]
+const SWEEP_TIME: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A tag no other server of any harness has: this process's id and a counter.
 pub(super) fn new_tag() -> String {
@@ -87,6 +87,7 @@ pub(super) fn end_server(child: &mut Child, tag: &str) -> Option<ExitStatus> {
     #[cfg(unix)]
     {
         use rustix::process::{Pid, Signal, WaitOptions, kill_process_group, waitpgid};
+        use std::time::{Duration, Instant};
         let group = Pid::from_child(child);
         // Seen before the kill: once the server dies, its descendants are no longer linked to
         // it by their parent ids.
