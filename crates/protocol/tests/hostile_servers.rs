@@ -39,7 +39,10 @@ fn in_limited_copy(name: &str) -> Option<PathBuf> {
         );
         return Some(PathBuf::from(out));
     }
-    let out = std::env::temp_dir().join(format!("dmlcts-hostile-{name}-{}", std::process::id()));
+    let out = std::env::temp_dir().join(format!(
+        "dmlcts-hostile-server-{name}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).expect("a report folder");
     let stdout = std::fs::File::create(out.join("stdout.txt")).expect("stdout file");
