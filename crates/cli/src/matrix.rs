@@ -66,11 +66,12 @@ pub struct Wanted {
 }
 
 /// The default columns: every name `backends` lists, with each DirectML version set up here in
-/// place of the DirectML names (or one `directml` column saying none is).
-pub fn default_backends(host: &Host, config: Option<&Path>) -> Vec<Wanted> {
+/// place of the DirectML names (or one `directml` column saying none is); a backends file
+/// that does not load is an error.
+pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted>, String> {
     let set_up = (host.directml_ready)();
     let mut wanted = Vec::new();
-    for (name, _) in known(host, config) {
+    for (name, _) in known(host, config)? {
         if name.starts_with("process:") || name.starts_with("directml") {
             continue;
         }
@@ -98,13 +99,28 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Vec<Wanted> {
             }));
         }
     }
-    wanted
+    Ok(wanted)
+}
+
+/// Before any backend starts: the backends file loads (the default columns come from it, and
+/// named ones may) and `--out` can be written in; exit status 2 if not.
+fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
+    let defaults = default_backends(host, args.backend_config.as_deref()).map_err(|e| {
+        crate::say_err!("error: {e}");
+        2
+    })?;
+    crate::preflight::check_report_folder("--out", &args.out)?;
+    Ok(defaults)
 }
 
 /// Runs the matrix command; returns the process exit status.
 pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
+    let defaults = match check_before_run(args, host) {
+        Ok(defaults) => defaults,
+        Err(status) => return status,
+    };
     let wanted = if args.backends.is_empty() {
-        default_backends(host, args.backend_config.as_deref())
+        defaults
     } else {
         (args.backends.iter())
             .map(|name| Wanted {
@@ -119,6 +135,7 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
     } else {
         Corpus::load_paths(&args.cases)
     };
+    crate::preflight::print_skipped(&corpus);
     let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
@@ -154,7 +171,7 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         ("matrix.html", matrix.to_html()),
     ] {
         let path = args.out.join(file);
-        let written = std::fs::create_dir_all(&args.out).and_then(|()| std::fs::write(&path, text));
+        let written = dmlcts_harness::report::write::write_atomically(&path, text.as_bytes());
         match written {
             Ok(()) => crate::say!("wrote {}", path.display()),
             Err(e) => {
@@ -429,7 +446,7 @@ mod tests {
         };
         let host = host(|| vec!["directml@1.9.0".to_string(), "directml@1.15.4".to_string()]);
         assert_eq!(
-            names(default_backends(&host, None)),
+            names(default_backends(&host, None).unwrap()),
             [
                 ("cpu".to_string(), false),
                 ("oracle".to_string(), false),
@@ -442,7 +459,7 @@ mod tests {
         );
         // None set up: one column saying so, never a silent gap.
         let host = super::tests::host(Vec::new);
-        let wanted = default_backends(&host, None);
+        let wanted = default_backends(&host, None).unwrap();
         let directml = wanted.iter().find(|w| w.name == "directml").unwrap();
         assert!(
             directml

@@ -187,9 +187,6 @@ fn one_campaign_at_a_time_holds_a_folder() {
     std::fs::write(dir.join("file"), "").unwrap();
     assert_eq!(
         OutFolderLock::acquire(&dir.join("file/out")).unwrap_err(),
-        format!(
-            "cannot create the folder {}: Not a directory (os error 20)",
-            dir.join("file/out").display()
-        )
+        format!("{} exists and is not a folder", dir.join("file").display())
     );
 }

@@ -56,8 +56,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Whether a file can be written in `folder` (created if missing): a temporary file is made
 /// and removed.
 pub fn check_folder_writable(folder: &Path) -> Result<(), String> {
-    if std::fs::metadata(folder).is_ok_and(|m| !m.is_dir()) {
-        return Err(format!("{} exists and is not a folder", folder.display()));
+    // The nearest part of the path that exists must be a folder.
+    if let Some(existing) = folder
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && std::fs::metadata(a).is_ok())
+        && std::fs::metadata(existing).is_ok_and(|m| !m.is_dir())
+    {
+        return Err(format!("{} exists and is not a folder", existing.display()));
     }
     std::fs::create_dir_all(folder)
         .map_err(|e| format!("cannot create the folder {}: {e}", folder.display()))?;
