@@ -376,3 +376,33 @@ fn a_duplicate_case_name_fails_the_matrix_as_it_fails_conformance() {
     assert_eq!(matrix["columns"][0]["totals"]["failed"], 1, "{matrix:#}");
     assert_eq!(matrix["columns"][0]["totals"]["passed"], 0, "{matrix:#}");
 }
+
+// On main: about a minute in the parser, then the error was swallowed (`backends` listed the
+// built-in names and exited 0).
+#[test]
+fn a_backends_file_nested_100000_deep_fails_at_once_with_its_line() {
+    let dir = fresh_dir("deep");
+    let config = dir.join("deep.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "backends:\n  mine: {}{}\n",
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = dmlcts_in(&dir, &["backends", "--backend-config", path_text(&config)]);
+    // Milliseconds; the bound is loose for a shared machine and a debug build.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        format!(
+            "error: {}:2: nested more than 64 levels deep (open brackets plus indentation); \
+             backends files need about 6",
+            config.display()
+        )
+    );
+}

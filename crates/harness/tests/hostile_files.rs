@@ -410,3 +410,27 @@ fn a_case_name_with_control_characters_is_refused_and_quoted_escaped() {
          characters, line breaks, non-characters or direction overrides"
     );
 }
+
+// On main: each of these files' whole text was quoted in the error.
+#[test]
+fn a_file_that_is_not_a_case_file_is_described_never_quoted() {
+    let dir = fresh_dir("not-case-files");
+    for (text, what) in [
+        ("123456\n", "a number"),
+        ("0.123456789\n", "a number"),
+        ("- hunter2\n- swordfish\n", "a list"),
+        ("true\n", "a boolean"),
+        ("\"quoted: secret\"\n", "a string"),
+    ] {
+        let path = write(&dir, "f.yaml", text);
+        let corpus = Corpus::load_path(&path);
+        let error = corpus.errors[0].to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{}:1: invalid type: {what}, expected a YAML mapping with `cases:` (a case file)",
+                path.display()
+            )
+        );
+    }
+}

@@ -444,6 +444,18 @@ pub(crate) fn needs_escape(c: char) -> bool {
 /// backticks (`unknown field `...``) bounded; everything escaped, at most 400 characters.
 pub fn bounded_message(message: &str, kind: &FileKind) -> String {
     let top_level = message.contains(kind.expecting);
+    // A file that is not this kind of file at all: say what it reads as, and nothing of it.
+    if top_level && let Some(rest) = message.strip_prefix("invalid type: ") {
+        let what = match rest.split([' ', ',']).next().unwrap_or("") {
+            "string" => "a string",
+            "integer" | "floating" => "a number",
+            "sequence" => "a list",
+            "boolean" => "a boolean",
+            "unit" | "null" => "empty",
+            _ => "something else",
+        };
+        return format!("invalid type: {what}, expected {}", kind.expecting);
+    }
     let mut out = String::new();
     let mut rest = message;
     while !rest.is_empty() {
@@ -535,6 +547,14 @@ mod tests {
         assert_eq!(
             bounded_message(&top, kind),
             format!("invalid type: a string, expected {}", kind.expecting)
+        );
+        let pin = format!(
+            "invalid type: integer `123456`, expected {}",
+            kind.expecting
+        );
+        assert_eq!(
+            bounded_message(&pin, kind),
+            format!("invalid type: a number, expected {}", kind.expecting)
         );
         let field = format!("unknown field `{}\x1b`, expected `cases`", "f".repeat(70));
         assert_eq!(
