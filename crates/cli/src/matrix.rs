@@ -102,33 +102,37 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted
     Ok(wanted)
 }
 
-/// Before any backend starts: the backends file loads (the default columns come from it, and
-/// named ones may) and `--out` can be written in; exit status 2 if not.
+/// Before any backend starts: the columns (the default ones come from the backends file, and
+/// named ones may: a file that does not load is an error either way), and that `--out` can be
+/// written in; exit status 2 if not.
 fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
-    let defaults = default_backends(host, args.backend_config.as_deref()).map_err(|e| {
+    let config = args.backend_config.as_deref();
+    let wanted = if args.backends.is_empty() {
+        default_backends(host, config)
+    } else {
+        known(host, config).map(|_| {
+            (args.backends.iter())
+                .map(|name| Wanted {
+                    name: name.clone(),
+                    named: true,
+                    unavailable: None,
+                })
+                .collect()
+        })
+    };
+    let wanted = wanted.map_err(|e| {
         crate::say_err!("error: {e}");
         2
     })?;
     crate::preflight::check_report_folder("--out", &args.out)?;
-    Ok(defaults)
+    Ok(wanted)
 }
 
 /// Runs the matrix command; returns the process exit status.
 pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
-    let defaults = match check_before_run(args, host) {
-        Ok(defaults) => defaults,
+    let wanted = match check_before_run(args, host) {
+        Ok(wanted) => wanted,
         Err(status) => return status,
-    };
-    let wanted = if args.backends.is_empty() {
-        defaults
-    } else {
-        (args.backends.iter())
-            .map(|name| Wanted {
-                name: name.clone(),
-                named: true,
-                unavailable: None,
-            })
-            .collect()
     };
     let corpus = if args.cases.is_empty() {
         Corpus::embedded()
