@@ -10,6 +10,7 @@ pub mod backends;
 pub mod conformance;
 pub mod fuzz;
 pub mod matrix;
+pub mod preflight;
 
 use clap::Subcommand;
 use dmlcts_tensor::FeatureLevel;
