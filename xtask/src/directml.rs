@@ -75,7 +75,7 @@ fn pins_named(args: &[String]) -> Result<Vec<&'static Pin>, String> {
 const USAGE: &str = "\
 usage: cargo xtask directml setup [VERSION... | all]   prepare the stack (default: the newest pin)
        cargo xtask directml doctor [VERSION... | all]  check each piece, one line each
-       cargo xtask directml matrix [--write-readme]    the corpus on every pinned version: the table
+       cargo xtask directml matrix [--write-guide]     the corpus on every pinned version: the table
 ";
 
 pub fn directml_main(args: &[String]) -> i32 {

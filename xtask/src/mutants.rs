@@ -1,6 +1,6 @@
-//! `cargo xtask mutants`: cargo-mutants over a package, the way the README's figures were
+//! `cargo xtask mutants`: cargo-mutants over a package, the way the guide's figures were
 //! measured; then caught / missed / timeout / unviable, the kill ratio, and the survivors
-//! checked against the equivalent mutants README.md lists (the one list, with reasons).
+//! checked against the equivalent mutants docs/guide/developing.md lists (the one list, with reasons).
 
 use dmlcts_cli::{say, say_err};
 use std::collections::BTreeSet;
@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-/// The cargo-mutants release the README's figures were measured with.
+/// The cargo-mutants release the guide's figures were measured with.
 pub const MEASURED_VERSION: &str = "27.1.0";
 
 /// The share of the mutants not listed as equivalent that the tests must kill.
@@ -65,7 +65,9 @@ const TARGETS: &[Target] = &[
     },
 ];
 
-/// The README section listing equivalent mutants: lines "- `NAME`: reason".
+/// The guide's chapter with the list of equivalent mutants, from the repository root.
+const EQUIVALENT_LIST: &str = "docs/guide/developing.md";
+/// Its markers around the list: lines "- `NAME`: reason".
 const EQUIVALENT_START: &str = "<!-- equivalent mutants: start -->";
 const EQUIVALENT_END: &str = "<!-- equivalent mutants: end -->";
 
@@ -112,7 +114,7 @@ pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
 }
 
 /// Whether cargo-mutants is installed (with a warning when it is not the release the
-/// README's figures were measured with); otherwise the exit status, after saying how to
+/// guide's figures were measured with); otherwise the exit status, after saying how to
 /// install it.
 fn check_cargo_mutants() -> Result<(), i32> {
     match Command::new("cargo")
@@ -123,14 +125,14 @@ fn check_cargo_mutants() -> Result<(), i32> {
             let version = String::from_utf8_lossy(&output.stdout);
             if !version.contains(MEASURED_VERSION) {
                 say_err!(
-                    "warning: {}; the README's figures were measured with cargo-mutants {MEASURED_VERSION}",
+                    "warning: {}; the guide's figures were measured with cargo-mutants {MEASURED_VERSION}",
                     version.trim()
                 );
             }
         }
         _ => {
             say_err!(
-                "error: cargo-mutants is not installed. Install the version the README's figures \
+                "error: cargo-mutants is not installed. Install the version the guide's figures \
                  were measured with:\n  cargo install cargo-mutants --version {MEASURED_VERSION} --locked"
             );
             return Err(2);
@@ -169,7 +171,7 @@ fn mutants_command(target: &Target, root: &Path, out: &Path, extra: &[String]) -
     Some(command)
 }
 
-/// The measurement's outcomes: the counts, the kill ratio, the survivors against the README's
+/// The measurement's outcomes: the counts, the kill ratio, the survivors against the guide's
 /// list, the timeouts, and the exit status (a subset is not held to the required ratio).
 fn report(
     target: &Target,
@@ -186,7 +188,7 @@ fn report(
             return if status == 0 { 0 } else { 2 };
         }
     };
-    let equivalent = match equivalent_mutants(&root.join("README.md")) {
+    let equivalent = match equivalent_mutants(&root.join(EQUIVALENT_LIST)) {
         Ok(names) => names,
         Err(e) => {
             say_err!("error: {e}");
@@ -260,10 +262,10 @@ fn read_names(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The backticked mutant names between the README's markers.
-fn equivalent_mutants(readme: &Path) -> Result<BTreeSet<String>, String> {
-    let text = std::fs::read_to_string(readme).map_err(|e| format!("{}: {e}", readme.display()))?;
-    parse_equivalent_section(&text).map_err(|e| format!("{}: {e}", readme.display()))
+/// The backticked mutant names between the list's markers.
+fn equivalent_mutants(list: &Path) -> Result<BTreeSet<String>, String> {
+    let text = std::fs::read_to_string(list).map_err(|e| format!("{}: {e}", list.display()))?;
+    parse_equivalent_section(&text).map_err(|e| format!("{}: {e}", list.display()))
 }
 
 fn parse_equivalent_section(text: &str) -> Result<BTreeSet<String>, String> {
@@ -317,7 +319,7 @@ fn summarize(
             percent(counts.caught, viable)
         ),
         format!(
-            "{} of the missed are listed in README.md as equivalent; without them {} of {judged} \
+            "{} of the missed are listed in {EQUIVALENT_LIST} as equivalent; without them {} of {judged} \
              = {:.1}% (required: {:.0}%)",
             listed.len(),
             counts.caught,
@@ -347,9 +349,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readme_lists_equivalent_mutants_each_with_a_reason() {
-        let readme = crate::repository_root().join("README.md");
-        let names = equivalent_mutants(&readme).unwrap();
+    fn the_guide_lists_equivalent_mutants_each_with_a_reason() {
+        let list = crate::repository_root().join(EQUIVALENT_LIST);
+        let names = equivalent_mutants(&list).unwrap();
         assert!(!names.is_empty());
         for name in &names {
             assert!(
@@ -394,7 +396,7 @@ mod tests {
             [
                 "caught 18, missed 2, timeout 0, unviable 3 (20 viable)",
                 "kill ratio: 18 of 20 viable = 90.0%",
-                "1 of the missed are listed in README.md as equivalent; without them 18 of 19 = 94.7% (required: 95%)",
+                "1 of the missed are listed in docs/guide/developing.md as equivalent; without them 18 of 19 = 94.7% (required: 95%)",
                 "missed, not listed as equivalent: crates/backend-cpu/src/a.rs:2:1: replace * with +",
                 "listed as equivalent but not missed (a stale entry?): crates/backend-cpu/src/a.rs:9:1: replace > with >=",
             ]

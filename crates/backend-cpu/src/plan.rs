@@ -12,7 +12,7 @@ const CHUNKS_PER_THREAD: usize = 8;
 /// By default, when the outputs of one operator total at least this many bytes, their long contiguous
 /// runs (`copy::STREAM_MIN_RUN_BYTES`) are written with non-temporal stores: outputs this
 /// large do not stay in this machine's caches anyway, so reading their lines for ownership
-/// first only costs bandwidth (measured with `cargo xtask bench`: README, Performance).
+/// first only costs bandwidth (measured with `cargo xtask bench`: docs/guide/performance.md).
 pub const STREAM_MIN_OUTPUT_BYTES: usize = 8 << 20;
 
 /// Everything written to one output, and how it may be split across threads.

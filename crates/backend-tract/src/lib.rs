@@ -21,7 +21,7 @@
 //!   is needed (candle 0.11 lacks UINT16, INT8 and UINT64);
 //! - build cost: `tract-core` with default features off (nothing for a GPU or BLAS) takes,
 //!   with its dependencies from scratch on one core of the 2-core machine, 1 min 20 s of CPU
-//!   for a dev build and 4 min 56 s for a release build (README: tract).
+//!   for a dev build and 4 min 56 s for a release build (docs/guide/backends.md, tract).
 //!
 //! # What the adapter does
 //!

@@ -7,6 +7,7 @@ use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_backend_tract::TractBackend;
 use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
 use dmlcts_harness::DeviceFactory;
+use dmlcts_harness::corpus::read::{BACKENDS_FILE, load_yaml};
 use dmlcts_harness::expectations::Version;
 use dmlcts_harness::shell_word;
 use dmlcts_oracle::OracleBackend;
@@ -108,11 +109,23 @@ pub struct BackendsArgs {
     pub backend_config: Option<PathBuf>,
 }
 
+/// `backends`: every name; a backends file that does not load is an error (exit status 2)
+/// after the names that do not come from it.
 pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
-    for (name, about) in known(host, args.backend_config.as_deref()) {
+    let (names, error) = match known(host, args.backend_config.as_deref()) {
+        Ok(names) => (names, None),
+        Err(e) => (built_in_names(host), Some(e)),
+    };
+    for (name, about) in names {
         crate::say!("{name:16} {about}");
     }
-    0
+    match error {
+        Some(e) => {
+            crate::say_err!("error: {e}");
+            2
+        }
+        None => 0,
+    }
 }
 
 #[derive(Debug, Args)]
@@ -133,8 +146,13 @@ pub fn serve_cpu_main(args: &ServeCpuArgs) -> i32 {
     }
 }
 
+/// The `expecting` text is `read::BACKENDS_FILE.expecting`: a file that is not one at all is
+/// recognized by it and never quoted.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a YAML mapping with `backends:` (a backends file)"
+)]
 struct BackendsFile {
     backends: BTreeMap<String, NamedBackend>,
 }
@@ -146,19 +164,72 @@ struct NamedBackend {
     #[serde(default)]
     description: Option<String>,
     #[serde(default)]
-    timeout_seconds: Option<f64>,
+    timeout_seconds: Option<Seconds>,
     #[serde(default)]
-    startup_timeout_seconds: Option<f64>,
+    startup_timeout_seconds: Option<Seconds>,
 }
 
-fn load_config(path: &Path) -> Result<BackendsFile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+/// The longest timeout a backends file may give: a day. Past it, or not a positive finite
+/// number, the file does not load (its line and field named).
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+
+/// A timeout from a backends file: finite, more than zero and at most `MAX_TIMEOUT_SECONDS`.
+#[derive(Clone, Copy, Debug)]
+struct Seconds(Duration);
+
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Seconds, D::Error> {
+        // Checked in the visitor, so that the parser names the field and its line.
+        struct SecondsVisitor;
+        impl serde::de::Visitor<'_> for SecondsVisitor {
+            type Value = Seconds;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(
+                    f,
+                    "a number of seconds more than 0 and at most {MAX_TIMEOUT_SECONDS}"
+                )
+            }
+            fn visit_f64<E: serde::de::Error>(self, seconds: f64) -> Result<Seconds, E> {
+                if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS {
+                    Ok(Seconds(Duration::from_secs_f64(seconds)))
+                } else {
+                    // 1e300 as itself, not as 301 digits.
+                    let shown = if seconds.abs() < 1e15 {
+                        format!("{seconds}")
+                    } else {
+                        format!("{seconds:e}")
+                    };
+                    Err(E::custom(format!(
+                        "{shown} is not a number of seconds more than 0 and at most \
+                         {MAX_TIMEOUT_SECONDS}"
+                    )))
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, seconds: i64) -> Result<Seconds, E> {
+                self.visit_f64(seconds as f64)
+            }
+            fn visit_u64<E: serde::de::Error>(self, seconds: u64) -> Result<Seconds, E> {
+                self.visit_f64(seconds as f64)
+            }
+        }
+        deserializer.deserialize_f64(SecondsVisitor)
+    }
 }
 
-/// Every name this build and the backends file know, with a line about each.
-pub fn known(host: &Host, config: Option<&Path>) -> Vec<(String, String)> {
+/// The backends file, read and checked (`read::BACKENDS_FILE`: at most 1 MiB, YAML within
+/// its node budget); errors are `FILE:LINE: FIELD: MESSAGE`. A file not named by the user
+/// (the host's default) that does not exist is an empty one.
+fn load_config(path: &Path, named: bool) -> Result<BackendsFile, String> {
+    if !named && std::fs::symlink_metadata(path).is_err() {
+        return Ok(BackendsFile {
+            backends: BTreeMap::new(),
+        });
+    }
+    load_yaml(path, &BACKENDS_FILE)
+}
+
+/// The names this build knows without a backends file, with a line about each.
+fn built_in_names(host: &Host) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = Vec::new();
     for (name, about) in BUILT_IN {
         all.push((name.to_string(), about.to_string()));
@@ -167,16 +238,22 @@ pub fn known(host: &Host, config: Option<&Path>) -> Vec<(String, String)> {
             all.extend((host.directml_names)());
         }
     }
-    let path = config.unwrap_or(&host.default_backends_file);
-    if let Ok(file) = load_config(path) {
-        for (name, backend) in file.backends {
-            let about = backend
-                .description
-                .unwrap_or_else(|| backend.command.clone());
-            all.push((name, format!("{about} (from {})", path.display())));
-        }
-    }
     all
+}
+
+/// Every name this build and the backends file know, with a line about each; a backends file
+/// that does not load is an error, never a shorter list.
+pub fn known(host: &Host, config: Option<&Path>) -> Result<Vec<(String, String)>, String> {
+    let mut all = built_in_names(host);
+    let path = config.unwrap_or(&host.default_backends_file);
+    let file = load_config(path, config.is_some())?;
+    for (name, backend) in file.backends {
+        let about = backend
+            .description
+            .unwrap_or_else(|| backend.command.clone());
+        all.push((name, format!("{about} (from {})", path.display())));
+    }
+    Ok(all)
 }
 
 fn process(
@@ -301,11 +378,11 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
         .backend_config
         .clone()
         .unwrap_or_else(|| host.default_backends_file.clone());
-    let file = load_config(&path).ok();
-    if let Some(named) = file.as_ref().and_then(|f| f.backends.get(&request.name)) {
+    let file = load_config(&path, request.backend_config.is_some())?;
+    if let Some(named) = file.backends.get(&request.name) {
         let mut request = request.clone();
         if request.process_timeout.is_none() {
-            request.process_timeout = named.timeout_seconds.map(Duration::from_secs_f64);
+            request.process_timeout = named.timeout_seconds.map(|s| s.0);
         }
         // `backends.yaml` (the installed command's default) has the parent "", which no
         // process can start in: that is the current folder.
@@ -313,14 +390,14 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
             .parent()
             .filter(|dir| !dir.as_os_str().is_empty())
             .map(Path::to_path_buf);
-        let startup = named.startup_timeout_seconds.map(Duration::from_secs_f64);
+        let startup = named.startup_timeout_seconds.map(|s| s.0);
         return process(&named.command, &request.name, &request, dir, startup)
             .map_err(|e| format!("{e}\n(the command comes from {})", path.display()));
     }
     Err(format!(
         "unknown backend `{}`; known: {}",
         request.name,
-        known(host, request.backend_config.as_deref())
+        known(host, request.backend_config.as_deref())?
             .iter()
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()

@@ -101,6 +101,7 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
     } else {
         Corpus::load_paths(&args.cases)
     };
+    crate::preflight::print_skipped(&corpus);
     let cases: Vec<Case> = corpus
         .cases
         .into_iter()
@@ -108,6 +109,9 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         .collect();
     if args.list {
         return list_cases(&cases, &corpus.errors);
+    }
+    if let Err(status) = check_before_run(args) {
+        return status;
     }
     let backend_name = args.backend.backend.clone();
     let (resolved, resolve_time) = match resolve_backend(args, resolve) {
@@ -152,6 +156,15 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         );
     }
     summarize(args, &info, &results, cases.len(), &skip_check)
+}
+
+/// Before the backend starts: the `--json` and `--junit` files can be written (exit status 2
+/// if not), so a run never ends in "cannot write".
+fn check_before_run(args: &ConformanceArgs) -> Result<(), i32> {
+    crate::preflight::check_report_files(&[
+        ("--json", args.json.as_deref()),
+        ("--junit", args.junit.as_deref()),
+    ])
 }
 
 /// `--list`: the selected cases, then the corpus's load errors (exit status 1 if any).
@@ -497,11 +510,9 @@ pub fn apply_expectations(
     stale
 }
 
+/// Written to a temporary file and renamed: a link or FIFO at the name is replaced.
 fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::write(path, text)
+    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
 }
 
 /// `--verbose`: the summary per case feature level.

@@ -108,6 +108,11 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         Ok(options) => options,
         Err(status) => return status,
     };
+    // Held until the campaign's report is written.
+    let _out_lock = match check_before_run(args, &options) {
+        Ok(lock) => lock,
+        Err(status) => return status,
+    };
     let jobs = usize::from(args.jobs);
     let (instances, startup) = match start_instances(args, host, jobs) {
         Ok(started) => started,
@@ -200,6 +205,26 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
         }
     }
     Ok(options)
+}
+
+/// Before any backend starts: the `--json` file can be written, and the `--out` folder can be
+/// written in and is this campaign's alone (its lock, held by the returned guard); exit
+/// status 2 if not, so a campaign never loses its cases or its report at the end.
+fn check_before_run(
+    args: &FuzzArgs,
+    options: &CampaignOptions,
+) -> Result<Option<dmlcts_fuzz::save::OutFolderLock>, i32> {
+    crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
+    let Some(out) = &options.out_dir else {
+        return Ok(None);
+    };
+    match dmlcts_fuzz::save::OutFolderLock::acquire(out) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(e) => {
+            crate::say_err!("error: --out {}: {e}", out.display());
+            Err(2)
+        }
+    }
 }
 
 /// One backend instance per job (out-of-process backends start one process each), and the
@@ -307,5 +332,5 @@ fn write_json(
         report["startup_s"] = serde_json::json!(startup.as_secs_f64());
         text = serde_json::to_string_pretty(&report).unwrap_or(text);
     }
-    std::fs::write(path, text)
+    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
 }

@@ -10,6 +10,7 @@ pub mod backends;
 pub mod conformance;
 pub mod fuzz;
 pub mod matrix;
+pub mod preflight;
 
 use clap::Subcommand;
 use dmlcts_tensor::FeatureLevel;
@@ -77,13 +78,33 @@ pub fn parse_feature_level(text: &str) -> Result<FeatureLevel, String> {
     FeatureLevel::parse(text).ok_or_else(|| format!("unknown level `{text}` (e.g. 1_0, 3_0, 4_1)"))
 }
 
-/// A positive, finite number of seconds.
+/// The longest time a flag may give (`--process-timeout`, `--time`, `--shrink-time`): 7 days.
+pub const MAX_SECONDS: f64 = 604_800.0;
+/// The shortest: 1 ms (a shorter one would round to no time at all).
+pub const MIN_SECONDS: f64 = 0.001;
+
+/// A number of seconds from a flag: finite, positive, from `MIN_SECONDS` to `MAX_SECONDS`.
 pub fn parse_seconds(text: &str) -> Result<Duration, String> {
-    text.parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("`{text}` is not a positive number of seconds"))
+    let seconds = text.parse::<f64>().unwrap_or(f64::NAN);
+    checked_seconds(seconds).map_err(|e| format!("`{text}` {e}"))
+}
+
+/// `seconds` as a duration, when it is a number from `MIN_SECONDS` to `MAX_SECONDS`; else
+/// what is wrong with it, to follow the value's own text.
+pub fn checked_seconds(seconds: f64) -> Result<Duration, String> {
+    if !seconds.is_finite() || seconds <= 0.0 {
+        Err("is not a positive number of seconds".to_string())
+    } else if seconds > MAX_SECONDS {
+        Err(format!(
+            "is more than the longest allowed, {MAX_SECONDS} seconds (7 days)"
+        ))
+    } else if seconds < MIN_SECONDS {
+        Err(format!(
+            "is less than the shortest allowed, {MIN_SECONDS} seconds"
+        ))
+    } else {
+        Ok(Duration::from_secs_f64(seconds))
+    }
 }
 
 #[cfg(test)]
@@ -100,5 +121,34 @@ mod tests {
     #[test]
     fn the_command_definitions_pass_clap_s_own_checks() {
         Wrapper::command().debug_assert();
+    }
+
+    #[test]
+    fn seconds_must_be_finite_positive_and_at_most_7_days() {
+        use super::parse_seconds;
+        use std::time::Duration;
+        assert_eq!(parse_seconds("2.5"), Ok(Duration::from_millis(2500)));
+        assert_eq!(parse_seconds("604800"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(parse_seconds("0.001"), Ok(Duration::from_millis(1)));
+        for text in ["0", "-1", "nan", "NaN", "inf", "-inf", "ten", ""] {
+            assert_eq!(
+                parse_seconds(text),
+                Err(format!("`{text}` is not a positive number of seconds")),
+                "{text}"
+            );
+        }
+        for text in ["1e300", "1e19", "604801"] {
+            assert_eq!(
+                parse_seconds(text),
+                Err(format!(
+                    "`{text}` is more than the longest allowed, 604800 seconds (7 days)"
+                )),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            parse_seconds("1e-300"),
+            Err("`1e-300` is less than the shortest allowed, 0.001 seconds".to_string())
+        );
     }
 }

@@ -66,11 +66,12 @@ pub struct Wanted {
 }
 
 /// The default columns: every name `backends` lists, with each DirectML version set up here in
-/// place of the DirectML names (or one `directml` column saying none is).
-pub fn default_backends(host: &Host, config: Option<&Path>) -> Vec<Wanted> {
+/// place of the DirectML names (or one `directml` column saying none is); a backends file
+/// that does not load is an error.
+pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted>, String> {
     let set_up = (host.directml_ready)();
     let mut wanted = Vec::new();
-    for (name, _) in known(host, config) {
+    for (name, _) in known(host, config)? {
         if name.starts_with("process:") || name.starts_with("directml") {
             continue;
         }
@@ -98,27 +99,47 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Vec<Wanted> {
             }));
         }
     }
-    wanted
+    Ok(wanted)
+}
+
+/// Before any backend starts: the columns (the default ones come from the backends file, and
+/// named ones may: a file that does not load is an error either way), and that `--out` can be
+/// written in; exit status 2 if not.
+fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
+    let config = args.backend_config.as_deref();
+    let wanted = if args.backends.is_empty() {
+        default_backends(host, config)
+    } else {
+        known(host, config).map(|_| {
+            (args.backends.iter())
+                .map(|name| Wanted {
+                    name: name.clone(),
+                    named: true,
+                    unavailable: None,
+                })
+                .collect()
+        })
+    };
+    let wanted = wanted.map_err(|e| {
+        crate::say_err!("error: {e}");
+        2
+    })?;
+    crate::preflight::check_report_folder("--out", &args.out)?;
+    Ok(wanted)
 }
 
 /// Runs the matrix command; returns the process exit status.
 pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
-    let wanted = if args.backends.is_empty() {
-        default_backends(host, args.backend_config.as_deref())
-    } else {
-        (args.backends.iter())
-            .map(|name| Wanted {
-                name: name.clone(),
-                named: true,
-                unavailable: None,
-            })
-            .collect()
+    let wanted = match check_before_run(args, host) {
+        Ok(wanted) => wanted,
+        Err(status) => return status,
     };
     let corpus = if args.cases.is_empty() {
         Corpus::embedded()
     } else {
         Corpus::load_paths(&args.cases)
     };
+    crate::preflight::print_skipped(&corpus);
     let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
@@ -154,7 +175,7 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         ("matrix.html", matrix.to_html()),
     ] {
         let path = args.out.join(file);
-        let written = std::fs::create_dir_all(&args.out).and_then(|()| std::fs::write(&path, text));
+        let written = dmlcts_harness::report::write::write_atomically(&path, text.as_bytes());
         match written {
             Ok(()) => crate::say!("wrote {}", path.display()),
             Err(e) => {
@@ -429,7 +450,7 @@ mod tests {
         };
         let host = host(|| vec!["directml@1.9.0".to_string(), "directml@1.15.4".to_string()]);
         assert_eq!(
-            names(default_backends(&host, None)),
+            names(default_backends(&host, None).unwrap()),
             [
                 ("cpu".to_string(), false),
                 ("oracle".to_string(), false),
@@ -442,7 +463,7 @@ mod tests {
         );
         // None set up: one column saying so, never a silent gap.
         let host = super::tests::host(Vec::new);
-        let wanted = default_backends(&host, None);
+        let wanted = default_backends(&host, None).unwrap();
         let directml = wanted.iter().find(|w| w.name == "directml").unwrap();
         assert!(
             directml

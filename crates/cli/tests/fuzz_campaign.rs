@@ -72,6 +72,8 @@ fn a_slow_starting_backends_start_up_is_reported_apart_from_the_cases() {
         &server,
         "--cases",
         "50",
+        "--out",
+        dir.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ]);

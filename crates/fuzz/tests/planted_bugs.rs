@@ -123,9 +123,10 @@ fn two_planted_bugs_give_two_buckets_each_with_a_minimal_case_that_replays() {
         let saved = bucket.saved.as_ref().expect("every bucket is saved");
         assert_eq!(saved, &dir.join(format!("{}.yaml", bucket.id)));
         let text = std::fs::read_to_string(saved).unwrap();
+        // Written once, when the bucket was found (jobs = 1: its first case is its lowest).
         assert!(text.contains(&format!(
-            "# hits: {} (first: case {}",
-            bucket.count, bucket.first_index
+            "# first found: case {} of seed 7 (case seed {}); the campaign's report counts its hits",
+            bucket.first_index, bucket.first_seed
         )));
         let corpus = Corpus::load_path(saved);
         assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);

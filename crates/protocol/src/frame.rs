@@ -1,6 +1,7 @@
 //! Frames: `u32 LE header length | header (UTF-8 JSON object) | payload 0 | payload 1 | ...`,
 //! where the header's `"payloads"` array gives each payload's byte length.
 
+use crate::bounds::bounded_json;
 use serde_json::Value;
 use std::io::{self, Read, Write};
 
@@ -8,6 +9,9 @@ use std::io::{self, Read, Write};
 pub const MAX_HEADER_BYTES: u32 = 16 << 20;
 /// Payloads larger than this are refused.
 pub const MAX_PAYLOAD_BYTES: u64 = 2 << 30;
+/// Headers holding more JSON values than this are refused before they are parsed (parsed,
+/// each value takes tens of bytes: a 16 MiB header of tiny values would take gigabytes).
+pub const MAX_HEADER_ITEMS: usize = 1 << 18;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
@@ -80,8 +84,28 @@ pub fn write_frame(writer: &mut impl Write, header: &Value, payloads: &[&[u8]]) 
     writer.flush()
 }
 
-/// Reads one frame; `Ok(None)` on a clean end of stream before a frame starts.
+/// Reads one frame; `Ok(None)` on a clean end of stream before a frame starts. Its payloads
+/// are read whatever their lengths (up to `MAX_PAYLOAD_BYTES` each): a reader that knows
+/// what sizes to expect reads the head first (`read_head`) and checks them
+/// (`Head::check_payloads`) before reading any.
 pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
+    match read_head(reader)? {
+        None => Ok(None),
+        Some(head) => head.read_payloads(reader).map(Some),
+    }
+}
+
+/// A frame whose header has been read and whose payloads have not.
+#[derive(Debug)]
+pub struct Head {
+    pub header: Value,
+    /// The payloads' byte lengths, as the header declares them.
+    pub lengths: Vec<u64>,
+}
+
+/// Reads a frame's length and header, and the payload lengths it declares; `Ok(None)` on a
+/// clean end of stream before a frame starts.
+pub fn read_head(reader: &mut impl Read) -> Result<Option<Head>, FrameError> {
     let mut length = [0u8; 4];
     match read_exact_or_eof(reader, &mut length) {
         Ok(false) => return Ok(None),
@@ -96,8 +120,14 @@ pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
     }
     let mut text = vec![0u8; length as usize];
     reader.read_exact(&mut text).map_err(FrameError::Io)?;
+    if json_items_over(&text, MAX_HEADER_ITEMS) {
+        return Err(FrameError::Malformed(format!(
+            "the header holds more than {MAX_HEADER_ITEMS} JSON values"
+        )));
+    }
     let header: Value = serde_json::from_slice(&text)
         .map_err(|e| FrameError::Malformed(format!("header is not JSON: {e}")))?;
+    drop(text);
     let lengths: Vec<u64> = match header.get("payloads") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -105,25 +135,119 @@ pub fn read_frame(reader: &mut impl Read) -> Result<Option<Frame>, FrameError> {
             .map(|v| {
                 v.as_u64()
                     .filter(|&n| n <= MAX_PAYLOAD_BYTES)
-                    .ok_or_else(|| FrameError::Malformed(format!("bad payload length {v}")))
+                    .ok_or_else(|| {
+                        FrameError::Malformed(format!("bad payload length {}", bounded_json(v)))
+                    })
             })
             .collect::<Result<_, _>>()?,
         Some(other) => {
             return Err(FrameError::Malformed(format!(
-                "\"payloads\" must be an array of lengths, found {other}"
+                "\"payloads\" must be an array of lengths, found {}",
+                bounded_json(other)
             )));
         }
     };
-    let mut payloads = Vec::with_capacity(lengths.len());
-    for n in lengths {
-        payloads.push(read_payload(reader, n).map_err(FrameError::Io)?);
+    Ok(Some(Head { header, lengths }))
+}
+
+impl Head {
+    /// The header's `"type"`, or "" when missing.
+    pub fn kind(&self) -> &str {
+        self.header
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
-    if !header.is_object() || header.get("type").and_then(Value::as_str).is_none() {
-        return Err(FrameError::BadHeader(format!(
-            "a header must be a JSON object with a string \"type\", found {header}"
-        )));
+
+    /// Whether the declared payloads fit `limits`: at most `limits.len()` of them, payload
+    /// `i` at most `limits[i]` bytes. Checked before any payload byte is read, so a length
+    /// that is claimed (and even sent) costs no allocation.
+    pub fn check_payloads(&self, limits: &[u64]) -> Result<(), String> {
+        if self.lengths.len() > limits.len() {
+            return Err(format!(
+                "{} payloads declared; at most {} expected",
+                self.lengths.len(),
+                limits.len()
+            ));
+        }
+        match self
+            .lengths
+            .iter()
+            .zip(limits)
+            .enumerate()
+            .find(|(_, (length, limit))| length > limit)
+        {
+            Some((i, (length, limit))) => Err(format!(
+                "payload {i} declared as {length} bytes; at most {limit} expected"
+            )),
+            None => Ok(()),
+        }
     }
-    Ok(Some(Frame { header, payloads }))
+
+    /// Reads the payloads; a header that is not a JSON object with a string `"type"` is then
+    /// a `BadHeader` (the stream is still in step).
+    pub fn read_payloads(self, reader: &mut impl Read) -> Result<Frame, FrameError> {
+        let mut payloads = Vec::with_capacity(self.lengths.len());
+        for &n in &self.lengths {
+            payloads.push(read_payload(reader, n).map_err(FrameError::Io)?);
+        }
+        if !self.header.is_object() || self.header.get("type").and_then(Value::as_str).is_none() {
+            return Err(FrameError::BadHeader(format!(
+                "a header must be a JSON object with a string \"type\", found {}",
+                bounded_json(&self.header)
+            )));
+        }
+        Ok(Frame {
+            header: self.header,
+            payloads,
+        })
+    }
+
+    /// Reads the payloads' bytes and keeps none of them, so that the stream stays in step
+    /// after a frame is refused.
+    pub fn skip_payloads(&self, reader: &mut impl Read) -> io::Result<()> {
+        for &n in &self.lengths {
+            let skipped = io::copy(&mut reader.by_ref().take(n), &mut io::sink())?;
+            if skipped < n {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the stream ended inside a frame",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether JSON text holds more than `limit` values, counted cheaply before parsing (each
+/// `[`, `{` and `,` outside strings starts one): a header of a million tiny values would
+/// take far more memory parsed than as text.
+fn json_items_over(text: &[u8], limit: usize) -> bool {
+    let mut count = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' | b',' => {
+                    count += 1;
+                    if count > limit {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Reads `n` bytes into a buffer that grows as they arrive (from 1 MiB, doubling), so a
@@ -225,5 +349,76 @@ mod tests {
             read_frame(&mut no_type.as_slice()),
             Err(FrameError::BadHeader(_))
         ));
+    }
+
+    /// A frame's bytes: its header as given (not re-serialized), then the payloads.
+    fn raw_frame(header: &str, payloads: &[&[u8]]) -> Vec<u8> {
+        let mut bytes = (header.len() as u32).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        for payload in payloads {
+            bytes.extend(*payload);
+        }
+        bytes
+    }
+
+    #[test]
+    fn declared_payloads_are_checked_against_limits_before_any_is_read() {
+        // A 2 GiB payload declared, none of it sent: the head alone is read and refused.
+        let bytes = raw_frame(r#"{"type":"executed","id":1,"payloads":[2147483648]}"#, &[]);
+        let head = read_head(&mut bytes.as_slice()).unwrap().unwrap();
+        assert_eq!(head.lengths, [2 << 30]);
+        assert_eq!(
+            head.check_payloads(&[48]),
+            Err("payload 0 declared as 2147483648 bytes; at most 48 expected".to_string())
+        );
+        let bytes = raw_frame(r#"{"type":"executed","payloads":[0,0,0]}"#, &[]);
+        let head = read_head(&mut bytes.as_slice()).unwrap().unwrap();
+        assert_eq!(
+            head.check_payloads(&[8, 8]),
+            Err("3 payloads declared; at most 2 expected".to_string())
+        );
+        assert_eq!(head.check_payloads(&[0, 0, 0, 0]), Ok(()));
+    }
+
+    #[test]
+    fn skipped_payloads_leave_the_stream_in_step() {
+        let mut bytes = raw_frame(
+            r#"{"type":"execute","payloads":[5,3]}"#,
+            &[b"abcde", b"fgh"],
+        );
+        bytes.extend(raw_frame(r#"{"type":"next"}"#, &[]));
+        let mut reader = bytes.as_slice();
+        let head = read_head(&mut reader).unwrap().unwrap();
+        head.skip_payloads(&mut reader).unwrap();
+        assert_eq!(read_frame(&mut reader).unwrap().unwrap().kind(), "next");
+        // Declared and not sent: the end of the stream, not a hang or an allocation.
+        let bytes = raw_frame(r#"{"type":"execute","payloads":[2147483648]}"#, &[b"xy"]);
+        let mut reader = bytes.as_slice();
+        let head = read_head(&mut reader).unwrap().unwrap();
+        let error = head.skip_payloads(&mut reader).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn a_header_of_too_many_values_is_refused_before_it_is_parsed() {
+        let many = format!(r#"{{"type":"x","v":[{}0]}}"#, "0,".repeat(MAX_HEADER_ITEMS));
+        let bytes = raw_frame(&many, &[]);
+        match read_head(&mut bytes.as_slice()) {
+            Err(FrameError::Malformed(m)) => {
+                assert_eq!(m, "the header holds more than 262144 JSON values")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Commas and brackets inside strings (escaped quotes too) are text, not values.
+        let text = format!(
+            r#"{{"type":"x","message":"\"{}"}}"#,
+            ",[{".repeat(MAX_HEADER_ITEMS)
+        );
+        let bytes = raw_frame(&text, &[]);
+        let frame = read_frame(&mut bytes.as_slice()).unwrap().unwrap();
+        assert_eq!(
+            frame.header["message"].as_str().map(str::len),
+            Some(3 * MAX_HEADER_ITEMS + 1)
+        );
     }
 }

@@ -1,13 +1,19 @@
 //! The dmlcts backend protocol, version 1 (docs/backend-protocol.md is the specification).
 //!
 //! - [`frame`]: a frame is a little-endian u32 header length, a JSON header, then raw payloads
-//!   whose byte lengths the header lists.
+//!   whose byte lengths the header lists; the head is read first, so that a reader can check
+//!   the declared lengths before it reads (or allocates) a byte of them.
 //! - [`descriptor`]: operator descriptors as JSON, with the case format's field names.
-//! - [`serve`]: turns any in-process `Backend` into a protocol server on a reader and writer.
+//! - [`serve`]: turns any in-process `Backend` into a protocol server on a reader and writer;
+//!   an `execute`'s payloads must be its operator's tensor sizes before they are read.
 //! - [`ProcessBackend`]: a `Backend` that runs a server as a child process, with per-request
-//!   timeouts, and a fresh child after a crash, a hang or a protocol violation;
-//!   [`ProcessBackendAtLevel`] is it as a device at one of the levels its server offers.
+//!   timeouts, a fresh child after a crash, a hang or a protocol violation, and none after
+//!   `STALLS_BEFORE_GIVING_UP` hangs or failed starts in a row; nothing the server starts
+//!   outlives it or the harness (process/reaper.rs); [`ProcessBackendAtLevel`] is it as a
+//!   device at one of the levels its server offers.
+//! - [`bounds`]: what is kept of a backend's texts (4 KiB each, the rest counted).
 
+pub mod bounds;
 pub mod descriptor;
 pub mod frame;
 mod levels;
@@ -15,7 +21,10 @@ mod process;
 mod server;
 
 pub use levels::ProcessBackendAtLevel;
-pub use process::{ProcessBackend, ProcessOptions};
+pub use process::{
+    MAX_TIMEOUT, ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP, STDERR_LINE_BYTES,
+    STDERR_LINES,
+};
 pub use server::{Server, serve, serve_levels, write_reply};
 
 /// The protocol version this crate speaks.

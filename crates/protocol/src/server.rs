@@ -1,10 +1,13 @@
 //! `serve`: any in-process `Backend` as a protocol server; `serve_levels`: one server for
 //! devices at several feature levels (announced in `hello`, chosen by each `compile`).
-//! `Server::handle` answers one frame, for servers that need to do more around it.
+//! `Server::handle` answers one frame, for servers that need to do more around it;
+//! `Server::check_payloads` says, before any payload byte is read, whether a frame's declared
+//! payloads are the ones its request takes (an `execute`: exactly its operator's tensor sizes;
+//! anything else: none).
 
 use crate::PROTOCOL_VERSION;
 use crate::descriptor::from_json;
-use crate::frame::{Frame, FrameError, read_frame, write_frame};
+use crate::frame::{Frame, FrameError, Head, read_head, write_frame};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, ValidationProfile,
 };
@@ -17,7 +20,15 @@ pub struct Server<'a> {
     backend: &'a dyn Backend,
     /// Devices a `compile` may ask for by level; empty: `backend` only.
     at_levels: Vec<&'a dyn Backend>,
-    compiled: HashMap<u64, Box<dyn CompiledOperator + 'a>>,
+    compiled: HashMap<u64, Compiled<'a>>,
+}
+
+/// A compiled operator and the byte sizes of the payloads its `execute` takes: its inputs'
+/// then its outputs' `total_tensor_size_in_bytes`.
+struct Compiled<'a> {
+    operator: Box<dyn CompiledOperator + 'a>,
+    inputs: Vec<u64>,
+    outputs: Vec<u64>,
 }
 
 impl<'a> Server<'a> {
@@ -67,6 +78,51 @@ impl<'a> Server<'a> {
             })
     }
 
+    /// Whether the payloads a frame declares are the ones its request takes: for an
+    /// `execute`, exactly its operator's inputs then outputs, each its descriptor's
+    /// `total_tensor_size_in_bytes`; for anything else, none. The reason is the `error`
+    /// reply's message.
+    pub fn check_payloads(&self, head: &Head) -> Result<(), String> {
+        let kind = head.kind();
+        if kind != "execute" {
+            return match head.lengths.len() {
+                0 => Ok(()),
+                n => Err(format!(
+                    "`{}` takes no payloads; {n} declared",
+                    crate::bounds::bounded(kind, 64)
+                )),
+            };
+        }
+        let id = head.header.get("id").and_then(Value::as_u64);
+        let Some(compiled) = id.and_then(|id| self.compiled.get(&id)) else {
+            return Err(format!("no compiled operator with id {id:?}"));
+        };
+        let id = id.unwrap_or_default();
+        let expected = compiled.inputs.iter().chain(&compiled.outputs);
+        if head.lengths.len() != compiled.inputs.len() + compiled.outputs.len() {
+            return Err(format!(
+                "{} payloads declared; operator {id} takes {} ({} inputs, then {} outputs)",
+                head.lengths.len(),
+                compiled.inputs.len() + compiled.outputs.len(),
+                compiled.inputs.len(),
+                compiled.outputs.len()
+            ));
+        }
+        for (i, (&declared, &size)) in head.lengths.iter().zip(expected).enumerate() {
+            if declared != size {
+                let (what, k) = match i.checked_sub(compiled.inputs.len()) {
+                    None => ("input", i),
+                    Some(k) => ("output", k),
+                };
+                return Err(format!(
+                    "payload {i} declared as {declared} bytes; {what} {k} of operator {id} \
+                     takes {size} (its total_tensor_size_in_bytes)"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The reply to one request (None for `release`, which has no reply).
     pub fn handle(&mut self, frame: &Frame) -> Option<Frame> {
         let id = frame.id();
@@ -107,7 +163,18 @@ impl<'a> Server<'a> {
                 (_, Some(Err(e)), _) | (_, _, Err(e)) => error(e),
                 (Some(id), Some(Ok(op)), Ok(device)) => match device.compile(&op) {
                     Ok(operator) => {
-                        self.compiled.insert(id, operator);
+                        let sizes = |tensors: Vec<(String, &dmlcts_tensor::TensorDesc)>| {
+                            tensors
+                                .iter()
+                                .map(|(_, t)| t.total_tensor_size_in_bytes)
+                                .collect()
+                        };
+                        let compiled = Compiled {
+                            operator,
+                            inputs: sizes(op.inputs()),
+                            outputs: sizes(op.outputs()),
+                        };
+                        self.compiled.insert(id, compiled);
                         Frame::new(json!({"type": "accepted", "id": id}))
                     }
                     Err(CompileError::Rejected(r)) => Frame::new(
@@ -121,7 +188,9 @@ impl<'a> Server<'a> {
             },
             "execute" => {
                 let inputs = frame.header.get("inputs").and_then(Value::as_u64);
-                let operator = id.and_then(|id| self.compiled.get(&id));
+                let operator = id
+                    .and_then(|id| self.compiled.get(&id))
+                    .map(|c| &c.operator);
                 match (operator, inputs) {
                     (None, _) => error(format!("no compiled operator with id {id:?}")),
                     (_, None) => error("execute needs \"inputs\" (a count)".to_string()),
@@ -184,9 +253,36 @@ pub fn serve_levels<'a>(
 ) -> io::Result<()> {
     let mut server = Server::with_levels(backend, at_levels);
     loop {
-        let frame = match read_frame(&mut reader) {
-            Ok(Some(frame)) => frame,
+        let head = match read_head(&mut reader) {
+            Ok(Some(head)) => head,
             Ok(None) => return Ok(()),
+            Err(FrameError::Malformed(message)) => {
+                let _ = write_frame(
+                    &mut writer,
+                    &json!({"type": "error", "message": message}),
+                    &[],
+                );
+                return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+            }
+            Err(FrameError::BadHeader(message)) => {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, message));
+            }
+            Err(FrameError::Io(e)) => return Err(e),
+        };
+        // Payload sizes are checked before a byte of them is read: a refused frame's bytes
+        // are skipped, never kept, and the stream stays in step.
+        if let Err(message) = server.check_payloads(&head) {
+            let id = head.header.get("id").and_then(Value::as_u64);
+            write_frame(
+                &mut writer,
+                &json!({"type": "error", "id": id, "message": message}),
+                &[],
+            )?;
+            head.skip_payloads(&mut reader)?;
+            continue;
+        }
+        let frame = match head.read_payloads(&mut reader) {
+            Ok(frame) => frame,
             Err(FrameError::BadHeader(message)) => {
                 write_frame(
                     &mut writer,
@@ -196,11 +292,6 @@ pub fn serve_levels<'a>(
                 continue;
             }
             Err(FrameError::Malformed(message)) => {
-                let _ = write_frame(
-                    &mut writer,
-                    &json!({"type": "error", "message": message}),
-                    &[],
-                );
                 return Err(io::Error::new(io::ErrorKind::InvalidData, message));
             }
             Err(FrameError::Io(e)) => return Err(e),
@@ -211,5 +302,117 @@ pub fn serve_levels<'a>(
         if frame.kind() == "shutdown" {
             return Ok(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::read_frame;
+    use dmlcts_oracle::OracleBackend;
+
+    /// A Split of a 48-byte FLOAT32 input into 16 and 32 bytes, compiled as operator 1.
+    fn compile_split() -> Vec<u8> {
+        let operator = json!({"split": {"axis": 2,
+            "input": {"data_type": "FLOAT32", "sizes": [1, 1, 6, 2], "strides": null,
+                      "total_tensor_size_in_bytes": 48},
+            "outputs": [{"data_type": "FLOAT32", "sizes": [1, 1, 2, 2], "strides": null,
+                         "total_tensor_size_in_bytes": 16},
+                        {"data_type": "FLOAT32", "sizes": [1, 1, 4, 2], "strides": null,
+                         "total_tensor_size_in_bytes": 32}]}});
+        let mut bytes = Vec::new();
+        write_frame(
+            &mut bytes,
+            &json!({"type": "compile", "id": 1, "operator": operator}),
+            &[],
+        )
+        .unwrap();
+        bytes
+    }
+
+    /// The frame's bytes with its header as given and payloads of `lengths` zeros, each of
+    /// the first `sent` of them sent.
+    fn raw(header: &str, sent: &[usize]) -> Vec<u8> {
+        let mut bytes = (header.len() as u32).to_le_bytes().to_vec();
+        bytes.extend(header.as_bytes());
+        for &n in sent {
+            bytes.extend(vec![0u8; n]);
+        }
+        bytes
+    }
+
+    /// Serves `input`; the replies, and how serving ended.
+    fn serve_bytes(input: &[u8]) -> (Vec<Frame>, io::Result<()>) {
+        let mut output = Vec::new();
+        let ended = serve(&OracleBackend::default(), input, &mut output);
+        let mut replies = Vec::new();
+        let mut reader = output.as_slice();
+        while let Some(frame) = read_frame(&mut reader).unwrap() {
+            replies.push(frame);
+        }
+        (replies, ended)
+    }
+
+    #[test]
+    fn an_execute_declaring_2_gib_is_refused_before_a_byte_is_read() {
+        let mut input = compile_split();
+        input.extend(raw(
+            r#"{"type":"execute","id":1,"inputs":1,"outputs":2,"payloads":[2147483648,16,32]}"#,
+            &[],
+        ));
+        let (replies, ended) = serve_bytes(&input);
+        assert_eq!(replies[0].kind(), "accepted");
+        assert_eq!(
+            replies[1].header,
+            json!({"type": "error", "id": 1, "payloads": [], "message":
+                "payload 0 declared as 2147483648 bytes; input 0 of operator 1 takes 48 \
+                 (its total_tensor_size_in_bytes)"})
+        );
+        // The declared bytes never came: the stream ended inside the frame.
+        assert_eq!(ended.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn wrong_payloads_are_refused_and_skipped_and_the_stream_stays_in_step() {
+        let mut input = compile_split();
+        // An output one byte long too many, sent whole: refused, skipped.
+        input.extend(raw(
+            r#"{"type":"execute","id":1,"inputs":1,"outputs":2,"payloads":[48,16,33]}"#,
+            &[48, 16, 33],
+        ));
+        // A payload too few.
+        input.extend(raw(
+            r#"{"type":"execute","id":1,"inputs":1,"outputs":2,"payloads":[48,16]}"#,
+            &[48, 16],
+        ));
+        // Payloads on a message that takes none, and on an unknown operator.
+        input.extend(raw(r#"{"type":"hello","payloads":[4]}"#, &[4]));
+        input.extend(raw(r#"{"type":"execute","id":9,"payloads":[4]}"#, &[4]));
+        // Then a right one is served.
+        input.extend(raw(
+            r#"{"type":"execute","id":1,"inputs":1,"outputs":2,"payloads":[48,16,32]}"#,
+            &[48, 16, 32],
+        ));
+        let (replies, ended) = serve_bytes(&input);
+        ended.unwrap();
+        let messages: Vec<&str> = replies[1..5]
+            .iter()
+            .map(|r| r.header["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "payload 2 declared as 33 bytes; output 1 of operator 1 takes 32 \
+                 (its total_tensor_size_in_bytes)",
+                "2 payloads declared; operator 1 takes 3 (1 inputs, then 2 outputs)",
+                "`hello` takes no payloads; 1 declared",
+                "no compiled operator with id Some(9)",
+            ]
+        );
+        assert_eq!(replies[5].kind(), "executed");
+        assert_eq!(
+            replies[5].payloads.iter().map(Vec::len).collect::<Vec<_>>(),
+            [16, 32]
+        );
     }
 }

@@ -2,19 +2,13 @@
 //! completes within its timeouts, no process of theirs outlives it, and the other cases still
 //! pass.
 
+mod common;
+
+use common::{doc_cases, run_recording_pids};
 use dmlcts_harness::report::Summary;
 use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, Status, run_cases};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
-
-fn doc_cases() -> Vec<Case> {
-    Corpus::embedded()
-        .cases
-        .into_iter()
-        .filter(|c| c.name.starts_with("doc."))
-        .collect()
-}
+use std::time::Duration;
 
 fn run(fault: &str, timeout: Duration) -> Vec<CaseResult> {
     let command = format!("{} {fault}", env!("CARGO_BIN_EXE_dmlcts-broken-server"));
@@ -68,9 +62,36 @@ fn a_signal_is_named() {
     assert!(report.contains("was killed by signal 6"), "{report}");
 }
 
+/// The doc cases with the joins apart (no two in a row), so that no run of hangs reaches
+/// `STALLS_BEFORE_GIVING_UP`.
+fn doc_cases_joins_apart() -> Vec<Case> {
+    let (joins, others): (Vec<Case>, Vec<Case>) = doc_cases()
+        .into_iter()
+        .partition(|c| c.name.starts_with("doc.join."));
+    assert_eq!((joins.len(), others.len()), (4, 4));
+    joins
+        .into_iter()
+        .zip(others)
+        .flat_map(|(j, o)| [j, o])
+        .collect()
+}
+
 #[test]
 fn a_hang_times_out_and_the_run_goes_on() {
-    let results = run("hang-on-join", Duration::from_millis(500));
+    let command = format!(
+        "{} hang-on-join",
+        env!("CARGO_BIN_EXE_dmlcts-broken-server")
+    );
+    let mut options = ProcessOptions::new(&command);
+    options.timeout = Duration::from_millis(500);
+    let backend = ProcessBackend::start(options).expect("the broken server says hello");
+    let results = run_cases(
+        &backend,
+        &doc_cases_joins_apart(),
+        &RunOptions::default(),
+        |_, _, _| {},
+    );
+    assert_eq!(results.len(), 8, "the run completes");
     for r in &results {
         if r.name.starts_with("doc.join.") {
             assert_eq!(r.status, Status::Failed, "{}", r.name);
@@ -90,6 +111,31 @@ fn a_hang_times_out_and_the_run_goes_on() {
             assert_eq!(r.status, Status::Passed, "{}", r.failure_report());
         }
     }
+}
+
+#[test]
+fn three_hung_cases_in_a_row_give_the_backend_up_and_the_rest_fail_at_once() {
+    // The doc order: four joins, each hanging in execute, then slice1 and split twice each.
+    let timeout = Duration::from_millis(500);
+    let results = run("hang-on-join", timeout);
+    assert!(results.iter().all(|r| r.status == Status::Failed));
+    let hang = "no reply within 0.5 s (hung?); it was killed by the harness";
+    for r in &results[..2] {
+        assert!(r.details.contains(hang), "{}", r.details);
+        assert!(!r.details.contains("given up"), "{}", r.details);
+    }
+    // The third hang in a row is the last that waits: it and every case after it say why.
+    let given_up = format!(
+        "backend process: given up after 3 hangs or failed starts in a row; every later case \
+         fails at once without it. The last: backend process: {hang}"
+    );
+    for r in &results[2..] {
+        assert!(r.details.contains(&given_up), "{}: {}", r.name, r.details);
+    }
+    for r in &results[3..] {
+        assert!(r.duration < timeout / 2, "{}: {:?}", r.name, r.duration);
+    }
+    assert_eq!(results[7].reason, "the backend failed");
 }
 
 #[test]
@@ -131,81 +177,6 @@ fn a_command_that_does_not_exist_fails_every_case_with_the_reason() {
         assert_eq!(r.status, Status::Failed, "{}", r.name);
         assert!(r.details.contains(&error), "{}", r.details);
     }
-}
-
-/// A broken server's run: its results, the wall time, and what its processes left behind.
-struct Run {
-    results: Vec<CaseResult>,
-    elapsed: Duration,
-    /// Processes the server started (itself included) or members of their process groups
-    /// still in the process table after the run, zombies included.
-    left_behind: Vec<String>,
-}
-
-/// Runs `cases` on `dmlcts-broken-server FAULT PIDS_FILE`, then checks the process table.
-fn run_recording_pids(fault: &str, cases: &[Case], timeout: Duration) -> Run {
-    let pids_file =
-        std::env::temp_dir().join(format!("dmlcts-broken-{fault}-{}.pids", std::process::id()));
-    let _ = std::fs::remove_file(&pids_file);
-    let command = format!(
-        "{} {fault} {}",
-        env!("CARGO_BIN_EXE_dmlcts-broken-server"),
-        pids_file.display()
-    );
-    let mut options = ProcessOptions::new(&command);
-    options.timeout = timeout;
-    options.startup_timeout = timeout;
-    let started = Instant::now();
-    let backend = ProcessBackend::start(options).expect("the broken server starts");
-    let results = run_cases(&backend, cases, &RunOptions::default(), |_, _, _| {});
-    drop(backend);
-    let elapsed = started.elapsed();
-    let left_behind = left_behind(&pids_file);
-    let _ = std::fs::remove_file(&pids_file);
-    Run {
-        results,
-        elapsed,
-        left_behind,
-    }
-}
-
-/// Every process in /proc whose pid or process group is one of those recorded in the file.
-fn left_behind(pids_file: &PathBuf) -> Vec<String> {
-    let recorded: Vec<u32> = std::fs::read_to_string(pids_file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    assert!(!recorded.is_empty(), "the broken server recorded its pid");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc")
-        .expect("a process table")
-        .flatten()
-    {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp ...": comm may hold spaces, so split after its ')'.
-        let Some((comm, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let group: u32 = fields.get(2).and_then(|g| g.parse().ok()).unwrap_or(0);
-        if recorded.contains(&pid) || recorded.contains(&group) {
-            found.push(format!(
-                "pid {pid} group {group} state {} {comm})",
-                fields.first().unwrap_or(&"?")
-            ));
-        }
-    }
-    found
 }
 
 /// A FLOAT32 Split of 1 MiB (`sizes: [2, 131072]`): its request is far larger than a pipe.

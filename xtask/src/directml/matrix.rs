@@ -1,5 +1,6 @@
 //! `directml matrix`: the corpus with expectations on every pinned version, each in its own
-//! `cargo xtask conformance` process, summed up as the README's versions table.
+//! `cargo xtask conformance` process, summed up as the versions table of the guide's DirectML chapter
+//! (docs/guide/directml.md).
 
 use super::pins::{PINS, Pin};
 use super::setup::setup;
@@ -20,9 +21,11 @@ struct MatrixRow {
     seconds: f64,
 }
 
-const README_BEGIN: &str =
-    "<!-- directml matrix: begin (cargo xtask directml matrix --write-readme) -->";
-const README_END: &str = "<!-- directml matrix: end -->";
+/// The guide's chapter that holds the versions table, from the repository root.
+const GUIDE_CHAPTER: &str = "docs/guide/directml.md";
+const TABLE_BEGIN: &str =
+    "<!-- directml matrix: begin (cargo xtask directml matrix --write-guide) -->";
+const TABLE_END: &str = "<!-- directml matrix: end -->";
 
 fn matrix_table(rows: &[MatrixRow]) -> String {
     let mut table = String::from(
@@ -45,30 +48,32 @@ fn matrix_table(rows: &[MatrixRow]) -> String {
     table
 }
 
-/// Replaces the README's table between its markers.
-fn replace_between_markers(readme: &str, table: &str) -> Result<String, String> {
-    let begin = readme
-        .find(README_BEGIN)
-        .ok_or_else(|| format!("README.md has no `{README_BEGIN}` line"))?;
-    let end = readme[begin..]
-        .find(README_END)
+/// Replaces the chapter's table between its markers.
+fn replace_between_markers(chapter: &str, table: &str) -> Result<String, String> {
+    let begin = chapter
+        .find(TABLE_BEGIN)
+        .ok_or_else(|| format!("{GUIDE_CHAPTER} has no `{TABLE_BEGIN}` line"))?;
+    let end = chapter[begin..]
+        .find(TABLE_END)
         .map(|e| begin + e)
-        .ok_or_else(|| format!("README.md has no `{README_END}` line after the begin marker"))?;
+        .ok_or_else(|| {
+            format!("{GUIDE_CHAPTER} has no `{TABLE_END}` line after the begin marker")
+        })?;
     Ok(format!(
-        "{}{README_BEGIN}\n{table}{}",
-        &readme[..begin],
-        &readme[end..]
+        "{}{TABLE_BEGIN}\n{table}{}",
+        &chapter[..begin],
+        &chapter[end..]
     ))
 }
 
 /// `cargo xtask directml matrix`: the corpus with expectations on every pinned version, each
 /// in its own `cargo xtask conformance` process; prints the table (and writes it into the
-/// README with --write-readme). Fails if any version's run failed.
+/// guide's DirectML chapter with --write-guide). Fails if any version's run failed.
 pub(super) fn matrix_main(args: &[String]) -> i32 {
-    let mut write_readme = false;
+    let mut write_guide = false;
     for arg in args {
         match arg.as_str() {
-            "--write-readme" => write_readme = true,
+            "--write-guide" => write_guide = true,
             other => {
                 dmlcts_cli::say_err!("directml matrix: unknown option `{other}`\n{USAGE}");
                 return 2;
@@ -114,7 +119,7 @@ pub(super) fn matrix_main(args: &[String]) -> i32 {
         dmlcts_cli::say_err!("directml matrix: {}: {e}", table_file.display());
         return 1;
     }
-    if write_readme && !write_into_readme(&root, &table) {
+    if write_guide && !write_into_guide(&root, &table) {
         return 1;
     }
     status
@@ -190,20 +195,24 @@ fn run_version(
     Some((row, ok))
 }
 
-/// Writes the table into the README between its markers; false after a line saying why not.
-fn write_into_readme(root: &Path, table: &str) -> bool {
-    let readme = root.join("README.md");
-    let result = std::fs::read_to_string(&readme)
+/// Writes the table into the guide's chapter between its markers; false after a line saying
+/// why not.
+fn write_into_guide(root: &Path, table: &str) -> bool {
+    let chapter = root.join(GUIDE_CHAPTER);
+    let result = std::fs::read_to_string(&chapter)
         .map_err(|e| e.to_string())
         .and_then(|text| replace_between_markers(&text, table))
-        .and_then(|text| std::fs::write(&readme, text).map_err(|e| e.to_string()));
+        .and_then(|text| std::fs::write(&chapter, text).map_err(|e| e.to_string()));
     match result {
         Ok(()) => {
-            dmlcts_cli::say!("directml matrix: wrote the table into {}", readme.display());
+            dmlcts_cli::say!(
+                "directml matrix: wrote the table into {}",
+                chapter.display()
+            );
             true
         }
         Err(e) => {
-            dmlcts_cli::say_err!("directml matrix: {}: {e}", readme.display());
+            dmlcts_cli::say_err!("directml matrix: {}: {e}", chapter.display());
             false
         }
     }
@@ -214,16 +223,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readme_table_is_replaced_between_its_markers() {
-        let readme = format!("intro\n{README_BEGIN}\nold table\n{README_END}\nrest\n");
+    fn the_guide_table_is_replaced_between_its_markers() {
+        let chapter = format!("intro\n{TABLE_BEGIN}\nold table\n{TABLE_END}\nrest\n");
         assert_eq!(
-            replace_between_markers(&readme, "| new |\n").unwrap(),
-            format!("intro\n{README_BEGIN}\n| new |\n{README_END}\nrest\n")
+            replace_between_markers(&chapter, "| new |\n").unwrap(),
+            format!("intro\n{TABLE_BEGIN}\n| new |\n{TABLE_END}\nrest\n")
         );
         assert!(
             replace_between_markers("no markers", "x")
                 .unwrap_err()
                 .contains("has no")
         );
+    }
+
+    #[test]
+    fn the_guide_chapter_has_the_table_markers() {
+        let chapter =
+            std::fs::read_to_string(crate::repository_root().join(GUIDE_CHAPTER)).unwrap();
+        let table = replace_between_markers(&chapter, "| new |\n").unwrap();
+        assert!(table.contains(&format!("{TABLE_BEGIN}\n| new |\n{TABLE_END}")));
     }
 }

@@ -52,7 +52,7 @@ fn copy_into(file: &Path, dir: &Path) -> Result<(), String> {
 pub fn setup(pin: &Pin) -> Result<PathBuf, String> {
     if cfg!(windows) {
         return Err(
-            "on Windows, DirectML runs natively: see the README (no Wine stack needed)".to_string(),
+            "on Windows, DirectML runs natively: see docs/guide/directml.md, On Windows (no Wine stack needed)".to_string(),
         );
     }
     let dir = stack_dir();

@@ -2,6 +2,7 @@
 //! conversion into a `Case` with every field checked.
 
 use super::data::{TensorData, parse_data, seed_from_name};
+use super::read::{needs_escape, quoted};
 use super::{Case, Expectation};
 use dmlcts_oracle::{spec, validate};
 use dmlcts_tensor::{
@@ -9,13 +10,22 @@ use dmlcts_tensor::{
 };
 use serde::Deserialize;
 
+/// How results name a file that could not be loaded (`load:FILE`, run/load_error.rs): no
+/// case name may start with it.
+pub const LOAD_ERROR_PREFIX: &str = "load:";
+
 pub(super) struct CaseError {
     pub case: String,
     pub text: String,
 }
 
+/// The `expecting` text is `read::CASE_FILE.expecting`: a file whose top level is not a
+/// mapping (a key, a token: not YAML at all) is recognized by it and never quoted.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a YAML mapping with `cases:` (a case file)"
+)]
 pub(crate) struct RawFile {
     pub cases: Vec<RawCase>,
 }
@@ -100,7 +110,7 @@ impl RawTensor {
         let data_type = DataType::from_name(&self.data_type).ok_or_else(|| {
             format!(
                 "{field}.data_type: unknown data type `{}` (expected one of {})",
-                self.data_type,
+                quoted(&self.data_type),
                 DataType::ALL.map(DataType::name).join(", ")
             )
         })?;
@@ -168,7 +178,23 @@ impl RawCase {
         if self.name.trim().is_empty() || self.name.chars().any(char::is_whitespace) {
             return Err(error(format!(
                 "name: `{}` must be non-empty and contain no spaces",
-                self.name
+                quoted(&self.name)
+            )));
+        }
+        if self.name.chars().any(needs_escape) {
+            return Err(error(format!(
+                "name: `{}` must contain no control characters, line breaks, non-characters \
+                 or direction overrides",
+                quoted(&self.name)
+            )));
+        }
+        // Reports name a file that could not be loaded `load:FILE`; a case must not pass for
+        // one (nor one for it).
+        if self.name.starts_with(LOAD_ERROR_PREFIX) {
+            return Err(error(format!(
+                "name: `{}` starts with `{LOAD_ERROR_PREFIX}`, which reports keep for files \
+                 that could not be loaded",
+                quoted(&self.name)
             )));
         }
         let seed = seed_from_name(&self.name);
@@ -257,7 +283,8 @@ impl RawCase {
             Some(rule) => {
                 if spec::constraint(rule).is_none() {
                     return Err(error(format!(
-                        "reject: unknown rule id `{rule}` (the ids are the constraint ids in specs/)"
+                        "reject: unknown rule id `{}` (the ids are the constraint ids in specs/)",
+                        quoted(rule)
                     )));
                 }
                 Expectation::Reject { rule: rule.clone() }
@@ -266,7 +293,8 @@ impl RawCase {
         let feature_level = match &self.feature_level {
             Some(text) => FeatureLevel::parse(text).ok_or_else(|| {
                 error(format!(
-                    "feature_level: unknown level `{text}` (expected e.g. 1_0, 2_1, 4_1)"
+                    "feature_level: unknown level `{}` (expected e.g. 1_0, 2_1, 4_1)",
+                    quoted(text)
                 ))
             })?,
             None => lowest_level_with_verdict(&op, &expect).ok_or_else(|| {

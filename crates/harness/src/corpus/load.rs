@@ -1,22 +1,37 @@
 //! Loading the corpus: from files, folders or the copy embedded in this crate; each case's
 //! file and line; names unique across everything loaded.
+//!
+//! A folder is walked without following symbolic links: a link in it (to a file or a folder)
+//! is left out with its reason, as is a FIFO, socket or device named like a case file, so a
+//! walk visits each entry once, stays inside the folder given and never waits on a FIFO. A
+//! path named by the user is followed, and read as `read::read_bounded` reads any file.
 
 use super::data::quote_hex_literals;
 use super::format::{CaseError, RawFile};
-use super::scan::{self, MAX_NESTING, TooDeep};
+use super::read::{
+    CASE_FILE, FileError, Links, MAX_MESSAGE_CHARS, bounded_text, check_yaml, not_regular,
+    parse_checked, quoted, read_text,
+};
 use super::{Case, LoadError};
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/embedded_cases.rs"));
 }
+
+/// Folders deeper than this below the one given are not walked (each is left out with why).
+pub const MAX_FOLDER_DEPTH: usize = 32;
 
 /// Cases and the errors met while loading them.
 #[derive(Clone, Debug, Default)]
 pub struct Corpus {
     pub cases: Vec<Case>,
     pub errors: Vec<LoadError>,
+    /// What a folder walk left out, with why (`message`): symbolic links, FIFOs, sockets and
+    /// devices named like case files, folders past `MAX_FOLDER_DEPTH`. Not failures: a command
+    /// prints them as notes.
+    pub skipped: Vec<LoadError>,
 }
 
 impl Corpus {
@@ -40,110 +55,139 @@ impl Corpus {
         Corpus::load_paths(&[path])
     }
 
-    /// Loads several paths into one corpus (names must be unique across all of them).
+    /// Loads several paths into one corpus (names must be unique across all of them). A file
+    /// named twice, or reached twice (a hard link, a folder and a file in it), loads once.
     pub fn load_paths(paths: &[impl AsRef<Path>]) -> Corpus {
         let mut corpus = Corpus::default();
+        let mut seen = HashSet::new();
         for path in paths {
-            corpus.add_path(path.as_ref());
+            corpus.add_path(path.as_ref(), &mut seen);
         }
         corpus.check_unique_names();
         corpus
     }
 
-    fn add_path(&mut self, path: &Path) {
-        if path.is_dir() {
+    /// A path the user named: a folder is walked, anything else read as a case file.
+    fn add_path(&mut self, path: &Path, seen: &mut HashSet<FileId>) {
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
             let mut files = Vec::new();
-            collect_yaml(path, &mut files, &mut self.errors);
+            self.walk(path, 0, &mut files);
             files.sort();
             for file in files {
-                self.add_path(&file);
+                self.add_file(&file, Links::DoNotFollow, seen);
             }
+        } else {
+            self.add_file(path, Links::Follow, seen);
+        }
+    }
+
+    /// Collects the case files under `dir` (`depth` folders below the one given), leaving out
+    /// with their reason what is not a regular file; follows no link.
+    fn walk(&mut self, dir: &Path, depth: usize, files: &mut Vec<PathBuf>) {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.errors.push(file_error(
+                    &dir.display().to_string(),
+                    FileError {
+                        line: None,
+                        message: format!("cannot read folder: {e}"),
+                    },
+                ));
+                return;
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            // The entry's own type: a link is a link, never what it points to.
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            let case_file = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+            let mut skip = |why: String| {
+                self.skipped.push(LoadError {
+                    file: path.display().to_string(),
+                    line: None,
+                    case: None,
+                    message: why,
+                });
+            };
+            if file_type.is_dir() {
+                if depth + 1 > MAX_FOLDER_DEPTH {
+                    skip(format!(
+                        "a folder more than {MAX_FOLDER_DEPTH} levels below the one given: \
+                         not walked"
+                    ));
+                } else {
+                    self.walk(&path, depth + 1, files);
+                }
+            } else if file_type.is_symlink() {
+                let to_folder = std::fs::metadata(&path).is_ok_and(|m| m.is_dir());
+                if case_file || to_folder {
+                    let what = if to_folder { "folder" } else { "file" };
+                    skip(format!(
+                        "a symbolic link (to a {what}): folders are walked without following \
+                         links; name it with --cases to load it"
+                    ));
+                }
+            } else if case_file {
+                match not_regular(&file_type) {
+                    None => files.push(path),
+                    Some(what) => skip(format!("{what}, not a regular file: not read")),
+                }
+            }
+        }
+    }
+
+    fn add_file(&mut self, path: &Path, links: Links, seen: &mut HashSet<FileId>) {
+        if let Some(id) = file_id(path, links)
+            && !seen.insert(id)
+        {
             return;
         }
         let display = path.display().to_string();
-        match std::fs::read(path).map(String::from_utf8) {
-            Ok(Ok(text)) => self.add_text(&display, &text),
-            Ok(Err(e)) => {
-                let bytes = e.as_bytes();
-                let valid = e.utf8_error().valid_up_to();
-                let line_start = bytes[..valid]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |p| p + 1);
-                self.errors.push(LoadError {
-                    file: display,
-                    line: Some(bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1),
-                    case: None,
-                    message: format!(
-                        "not UTF-8 text: byte 0x{:02X} at column {} starts no UTF-8 character",
-                        bytes[valid],
-                        valid - line_start + 1
-                    ),
-                });
-            }
-            Err(e) => self.errors.push(LoadError {
-                file: display,
-                line: None,
-                case: None,
-                message: format!("cannot read: {e}"),
-            }),
+        match read_text(path, &CASE_FILE, links) {
+            Ok(text) => self.add_text(&display, &text),
+            Err(e) => self.errors.push(file_error(&display, e)),
         }
     }
 
     /// Parses one file's text; `file` is the name used in messages.
     pub fn add_text(&mut self, file: &str, text: &str) {
-        let file_error = |line: Option<usize>, message: String| LoadError {
-            file: file.to_string(),
-            line,
-            case: None,
-            message,
-        };
-        // Checked before parsing: the parser takes seconds on very deep nesting, ignores
-        // tags, and gives no position for an alias bomb or for each case.
-        let scan = match scan::scan(text) {
+        let error = |e: FileError| file_error(file, e);
+        // Checked before parsing: the parser takes seconds on very deep nesting, builds every
+        // node of a huge file or of an alias bomb, ignores tags, and gives no position for an
+        // alias bomb or for each case.
+        let scan = match check_yaml(text, &CASE_FILE) {
             Ok(scan) => scan,
-            Err(TooDeep { line }) => {
-                self.errors.push(file_error(
-                    Some(line),
-                    format!(
-                        "nested more than {MAX_NESTING} levels deep (open brackets plus \
-                         indentation); case files need about 20"
-                    ),
-                ));
+            Err(e) => {
+                self.errors.push(error(e));
                 return;
             }
         };
         if let Some((line, tag)) = &scan.unknown_tag {
             let field = field_before(text, *line, tag);
-            self.errors.push(file_error(
-                Some(*line),
-                format!("{field}: unknown YAML tag `{tag}` (case files use no tags)"),
-            ));
+            self.errors.push(error(FileError {
+                line: Some(*line),
+                message: format!(
+                    "{field}: unknown YAML tag `{}` (case files use no tags)",
+                    quoted(tag)
+                ),
+            }));
             return;
         }
-        let raw: RawFile = match serde_yaml::from_str(&quote_hex_literals(text)) {
+        let raw: RawFile = match parse_checked(&quote_hex_literals(text), &scan, &CASE_FILE) {
             Ok(raw) => raw,
             Err(e) => {
-                let message = without_location(&e.to_string());
-                let (line, message) = match e.location() {
-                    Some(location) => (Some(location.line()), message),
-                    None if message.contains("repetition limit") => (
-                        scan.first_alias,
-                        format!(
-                            "{message}: its aliases expand to too much (the first is on this line)"
-                        ),
-                    ),
-                    None => (None, message),
-                };
-                self.errors.push(file_error(line, message));
+                self.errors.push(error(e));
                 return;
             }
         };
         if raw.cases.is_empty() {
-            self.errors.push(file_error(
-                scan.cases_key_line,
-                format!("cases: no cases in {file}"),
-            ));
+            self.errors.push(error(FileError {
+                line: scan.cases_key_line,
+                message: format!("cases: no cases in {file}"),
+            }));
             return;
         }
         let lines: Vec<Option<usize>> = if scan.case_lines.len() == raw.cases.len() {
@@ -162,62 +206,68 @@ impl Corpus {
                 Err(CaseError { case, text }) => self.errors.push(LoadError {
                     file: file.to_string(),
                     line,
-                    case: Some(case),
-                    message: text,
+                    case: Some(quoted(&case)),
+                    message: bounded_text(&text, MAX_MESSAGE_CHARS),
                 }),
             }
         }
     }
 
+    /// A name defined more than once is an error at each later definition, naming the first,
+    /// and no case of that name runs: a name is a case's identity in `--filter`, expectations
+    /// files and reports, and which of them a result would be about is unknowable.
     fn check_unique_names(&mut self) {
-        let mut seen: HashMap<String, (String, usize)> = HashMap::new();
-        let mut duplicates = Vec::new();
-        self.cases.retain(|case| {
-            if let Some((file, line)) = seen.get(&case.name) {
-                duplicates.push(LoadError {
-                    file: case.file.clone(),
-                    line: Some(case.line),
-                    case: Some(case.name.clone()),
-                    message: format!("duplicate case name (first defined at {file}:{line})"),
-                });
-                false
-            } else {
-                seen.insert(case.name.clone(), (case.file.clone(), case.line));
-                true
+        let mut first: HashMap<&str, (&str, usize)> = HashMap::new();
+        let mut duplicated: HashSet<String> = HashSet::new();
+        let mut errors = Vec::new();
+        for case in &self.cases {
+            match first.get(case.name.as_str()) {
+                Some((file, line)) => {
+                    duplicated.insert(case.name.clone());
+                    errors.push(LoadError {
+                        file: case.file.clone(),
+                        line: Some(case.line),
+                        case: Some(case.name.clone()),
+                        message: format!(
+                            "duplicate case name (first defined at {file}:{line}); no case of \
+                             this name runs"
+                        ),
+                    });
+                }
+                None => {
+                    first.insert(&case.name, (&case.file, case.line));
+                }
             }
-        });
-        self.errors.extend(duplicates);
+        }
+        self.cases.retain(|case| !duplicated.contains(&case.name));
+        self.errors.extend(errors);
     }
 }
 
-fn collect_yaml(dir: &Path, out: &mut Vec<std::path::PathBuf>, errors: &mut Vec<LoadError>) {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) => {
-            errors.push(LoadError {
-                file: dir.display().to_string(),
-                line: None,
-                case: None,
-                message: format!("cannot read folder: {e}"),
-            });
-            return;
-        }
+/// A file's identity on its device, so that one file reached by two paths loads once.
+type FileId = (u64, u64);
+
+#[cfg(unix)]
+fn file_id(path: &Path, links: Links) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = match links {
+        Links::Follow => std::fs::metadata(path),
+        Links::DoNotFollow => std::fs::symlink_metadata(path),
     };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            collect_yaml(&path, out, errors);
-        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(path);
-        }
-    }
+    metadata.ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// serde_yaml appends " at line L column C"; the line is reported separately.
-fn without_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(at) => message[..at].to_string(),
-        None => message.to_string(),
+#[cfg(not(unix))]
+fn file_id(_path: &Path, _links: Links) -> Option<FileId> {
+    None
+}
+
+fn file_error(file: &str, e: FileError) -> LoadError {
+    LoadError {
+        file: file.to_string(),
+        line: e.line,
+        case: None,
+        message: e.message,
     }
 }
 
@@ -248,6 +298,6 @@ fn field_before(text: &str, line: usize, value: &str) -> String {
     if key.is_empty() {
         format!("line {line}")
     } else {
-        key.to_string()
+        quoted(key)
     }
 }

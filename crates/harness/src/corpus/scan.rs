@@ -1,8 +1,9 @@
-//! One cheap pass over a case file's text before the YAML parser sees it. It finds what the
-//! parser does not report or reports too slowly: nesting too deep to parse quickly, the line
-//! where each case's mapping starts (block style, flow style and JSON alike), YAML tags the
-//! case format does not know, and the first alias. It reads YAML as far as those need:
-//! quoted scalars, comments, flow collections, block scalars and block sequence items.
+//! One cheap pass over a YAML file's text before the YAML parser sees it (case files,
+//! expectations and backends files alike). It finds what the parser does not report or
+//! reports too slowly: nesting too deep to parse quickly, more nodes than the file's kind may
+//! have, the line where each case's mapping starts (block style, flow style and JSON alike),
+//! YAML tags the case format does not know, and the first alias. It reads YAML as far as those
+//! need: quoted scalars, comments, flow collections, block scalars and block sequence items.
 
 /// Deepest nesting a case file may have: open brackets plus the column of a line's first
 /// character (an upper bound on its block nesting). The corpus needs about 20; the YAML
@@ -24,12 +25,18 @@ pub struct Scan {
     pub unknown_tag: Option<(usize, String)>,
     /// The line of the first alias (`*name`).
     pub first_alias: Option<usize>,
+    /// The nodes written in the text (scalars, aliases, flow collections, block entries),
+    /// before any alias is expanded: an upper bound on what the parser makes of a file
+    /// without aliases.
+    pub nodes: usize,
 }
 
-/// Nesting deeper than `MAX_NESTING`: the first line where it is reached.
+/// Why the scan stopped: the first line where the nesting passes `MAX_NESTING`, or where the
+/// nodes pass the budget it was given.
 #[derive(Debug, PartialEq, Eq)]
-pub struct TooDeep {
-    pub line: usize,
+pub enum ScanError {
+    TooDeep { line: usize },
+    TooManyNodes { line: usize },
 }
 
 /// Where the `cases` sequence is, once its key has been seen.
@@ -51,7 +58,9 @@ enum CasesValue {
     Done,
 }
 
-pub fn scan(text: &str) -> Result<Scan, TooDeep> {
+/// Scans `text`, stopping at once where it nests too deep or writes more than `max_nodes`
+/// nodes.
+pub fn scan(text: &str, max_nodes: usize) -> Result<Scan, ScanError> {
     let mut scan = Scan::default();
     let bytes = text.as_bytes();
     let mut cases = CasesValue::NotYet;
@@ -88,9 +97,11 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
             if flow.is_empty() && !blank {
                 // The column of the first content after indentation and `- `/`? ` indicators
                 // bounds the line's block nesting.
-                block_depth = indent + leading_indicators(rest);
+                let (indicators, entries) = leading_indicators(rest);
+                block_depth = indent + indicators;
+                count_nodes(&mut scan, entries, max_nodes, line)?;
                 if block_depth > MAX_NESTING {
-                    return Err(TooDeep { line });
+                    return Err(ScanError::TooDeep { line });
                 }
                 value_start = true;
                 let dash = is_indicator(rest, 0, b'-');
@@ -151,6 +162,7 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
                     end
                 };
                 let scalar = &text[i + 1..inner_end];
+                count_nodes(&mut scan, 1, max_nodes, line)?;
                 line += newlines;
                 i = end;
                 check_cases_key(scalar, bytes, i, &flow, &mut cases, &mut scan, line);
@@ -158,8 +170,9 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
             }
             b'[' | b'{' if value_start || !flow.is_empty() => {
                 flow.push(b);
+                count_nodes(&mut scan, 1, max_nodes, line)?;
                 if block_depth + flow.len() > MAX_NESTING {
-                    return Err(TooDeep { line });
+                    return Err(ScanError::TooDeep { line });
                 }
                 if let CasesValue::Expected { key_flow_depth } = cases
                     && b == b'['
@@ -195,6 +208,7 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
                 i += 1;
             }
             b'|' | b'>' if value_start && flow.is_empty() => {
+                count_nodes(&mut scan, 1, max_nodes, line)?;
                 block_scalar_indent = Some(line_indent(bytes, i));
                 i = skip_to_newline(bytes, i);
             }
@@ -208,6 +222,7 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
             }
             b'*' if value_start => {
                 scan.first_alias.get_or_insert(line);
+                count_nodes(&mut scan, 1, max_nodes, line)?;
                 i = token_end(bytes, i);
                 value_start = false;
             }
@@ -238,12 +253,27 @@ pub fn scan(text: &str) -> Result<Scan, TooDeep> {
                     i += text[i..].chars().next().map_or(1, char::len_utf8);
                 }
                 let scalar = text[start..i].trim_end();
+                count_nodes(&mut scan, 1, max_nodes, line)?;
                 check_cases_key(scalar, bytes, i, &flow, &mut cases, &mut scan, line);
                 value_start = false;
             }
         }
     }
     Ok(scan)
+}
+
+/// Counts `count` more nodes on `line`; past `max_nodes`, the scan stops there.
+fn count_nodes(
+    scan: &mut Scan,
+    count: usize,
+    max_nodes: usize,
+    line: usize,
+) -> Result<(), ScanError> {
+    scan.nodes += count;
+    if scan.nodes > max_nodes {
+        return Err(ScanError::TooManyNodes { line });
+    }
+    Ok(())
 }
 
 /// After a scalar: when it is the top-level key `cases`, its value is the case list.
@@ -298,14 +328,17 @@ fn is_indicator(bytes: &[u8], at: usize, c: u8) -> bool {
             .is_none_or(|&n| matches!(n, b' ' | b'\t' | b'\n' | b'\r'))
 }
 
-/// The bytes taken by a run of `- ` and `? ` indicators (and the spaces after them).
-fn leading_indicators(bytes: &[u8]) -> usize {
+/// The bytes taken by a run of `- ` and `? ` indicators (and the spaces after them), and how
+/// many indicators there are (each a block entry, a node even when empty).
+fn leading_indicators(bytes: &[u8]) -> (usize, usize) {
     let mut i = 0;
+    let mut count = 0;
     while is_indicator(bytes, i, b'-') || is_indicator(bytes, i, b'?') {
         i += 1;
+        count += 1;
         i += bytes[i..].iter().take_while(|&&b| b == b' ').count();
     }
-    i
+    (i, count)
 }
 
 fn token_end(bytes: &[u8], start: usize) -> usize {
@@ -348,7 +381,7 @@ mod tests {
     #[test]
     fn block_style_items_start_at_their_dash() {
         let text = "# header\ncases:\n  - name: a\n    split: {axis: 0}\n\n  - name: b # note\n    tags: [x, '- y']\n  -\n    name: c\n";
-        let scan = scan(text).unwrap();
+        let scan = scan(text, usize::MAX).unwrap();
         assert_eq!(scan.case_lines, vec![3, 6, 8]);
         assert_eq!(scan.cases_key_line, Some(2));
     }
@@ -356,17 +389,20 @@ mod tests {
     #[test]
     fn flow_style_and_json_items_start_at_their_brace() {
         let flow = "cases: [{name: a, split: {axis: 0, outputs: [{sizes: [1]}]}},\n  {name: b},\n\n  {name: c}]\n";
-        assert_eq!(scan(flow).unwrap().case_lines, vec![1, 2, 4]);
+        assert_eq!(scan(flow, usize::MAX).unwrap().case_lines, vec![1, 2, 4]);
         let json = "{\n  \"cases\": [\n    {\n      \"name\": \"a\"\n    },\n    {\"name\": \"b, [\"}\n  ]\n}\n";
-        assert_eq!(scan(json).unwrap().case_lines, vec![3, 6]);
+        assert_eq!(scan(json, usize::MAX).unwrap().case_lines, vec![3, 6]);
         let block_of_flow = "cases:\n- {name: a,\n   split: {}}\n- {name: b}\n";
-        assert_eq!(scan(block_of_flow).unwrap().case_lines, vec![2, 4]);
+        assert_eq!(
+            scan(block_of_flow, usize::MAX).unwrap().case_lines,
+            vec![2, 4]
+        );
     }
 
     #[test]
     fn nested_lists_and_block_scalars_are_not_items() {
         let text = "cases:\n  - name: a\n    description: |\n      - not an item\n    data:\n      - [1, 2]\n      - [3, 4]\n  - name: b\n";
-        assert_eq!(scan(text).unwrap().case_lines, vec![2, 8]);
+        assert_eq!(scan(text, usize::MAX).unwrap().case_lines, vec![2, 8]);
     }
 
     #[test]
@@ -376,22 +412,38 @@ mod tests {
             "[".repeat(100_000),
             "]".repeat(100_000)
         );
-        assert_eq!(scan(&deep), Err(TooDeep { line: 2 }));
+        assert_eq!(scan(&deep, usize::MAX), Err(ScanError::TooDeep { line: 2 }));
         let ok = format!(
             "cases: {}{}\n",
             "[".repeat(MAX_NESTING),
             "]".repeat(MAX_NESTING)
         );
-        assert!(scan(&ok).is_ok());
+        assert!(scan(&ok, usize::MAX).is_ok());
         let dashes = format!("cases:\n{}x\n", "- ".repeat(100_000));
-        assert_eq!(scan(&dashes), Err(TooDeep { line: 2 }));
+        assert_eq!(
+            scan(&dashes, usize::MAX),
+            Err(ScanError::TooDeep { line: 2 })
+        );
     }
 
     #[test]
     fn tags_outside_the_core_schema_and_aliases_are_found() {
         let text = "cases:\n  - name: a\n    description: wow! *not an alias\n    x: !!str 1\n    split: !weird {axis: 0}\n    y: &anchor [1]\n    z: *anchor\n";
-        let scan = scan(text).unwrap();
+        let scan = scan(text, usize::MAX).unwrap();
         assert_eq!(scan.unknown_tag, Some((5, "!weird".to_string())));
         assert_eq!(scan.first_alias, Some(7));
+    }
+
+    #[test]
+    fn nodes_past_the_budget_stop_the_scan_at_their_line() {
+        let text = "cases:\n  - name: a\n    tags: [x, 'y', \"z\"]\n    data:\n      -\n      - *w\n    d: |\n      text\n";
+        let scan = scan(text, usize::MAX).unwrap();
+        // cases, -, name, a, tags, [, x, 'y', "z", data, -, -, *w, d, |
+        assert_eq!(scan.nodes, 15);
+        assert_eq!(
+            super::scan(text, 8),
+            Err(ScanError::TooManyNodes { line: 3 })
+        );
+        assert!(super::scan(text, 15).is_ok());
     }
 }

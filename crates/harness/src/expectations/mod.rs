@@ -8,6 +8,7 @@ mod versions;
 pub use known::{KnownDifference, NotEnforced, PREDICATES, Predicate, predicate};
 pub use versions::{Version, VersionSpec, device_version};
 
+use crate::corpus::read::{EXPECTATIONS_FILE, load_yaml};
 use crate::run::{CaseResult, Status};
 use serde::Deserialize;
 use std::path::Path;
@@ -23,8 +24,13 @@ use std::path::Path;
 ///     case: some.case.name    # exact case name
 ///     reason: why it fails, and what settles it
 /// ```
+/// The `expecting` text is `corpus::read::EXPECTATIONS_FILE.expecting`.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a YAML mapping with `expected_failures:`, `known_differences:` or \
+                 `not_enforced:` (an expectations file)"
+)]
 pub struct Expectations {
     #[serde(default)]
     pub expected_failures: Vec<ExpectedFailure>,
@@ -62,11 +68,11 @@ impl ExpectedFailure {
 }
 
 impl Expectations {
+    /// Reads and checks an expectations file: a regular file of at most 1 MiB, YAML within
+    /// its node budget (`corpus::read::EXPECTATIONS_FILE`); errors are `FILE:LINE: FIELD:
+    /// MESSAGE` where the parser names them.
     pub fn load(path: &Path) -> Result<Expectations, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let expectations: Expectations =
-            serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let expectations: Expectations = load_yaml(path, &EXPECTATIONS_FILE)?;
         let problems: Vec<String> = (expectations.known_differences.iter().enumerate())
             .flat_map(|(i, k)| {
                 k.problems()

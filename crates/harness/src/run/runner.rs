@@ -21,6 +21,25 @@ use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
+/// Bytes kept of any one text a backend hands back (an error, a panic, a reason, a rule) in a
+/// result; the rest is counted, not kept. Out-of-process texts are already cut to 4 KiB
+/// each, plus at most 40 KiB of the server's stderr; this bounds in-process backends too.
+pub const MAX_BACKEND_TEXT_BYTES: usize = 64 << 10;
+
+/// `text` cut to `MAX_BACKEND_TEXT_BYTES` (at a character boundary), with a count of the rest.
+fn bounded(mut text: String) -> String {
+    if text.len() > MAX_BACKEND_TEXT_BYTES {
+        let end = (0..=MAX_BACKEND_TEXT_BYTES)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        let dropped = text.len() - end;
+        text.truncate(end);
+        let _ = write!(text, " [... {dropped} more bytes not kept]");
+    }
+    text
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     /// The level to run at; the backend's claimed level when None.
@@ -273,16 +292,20 @@ fn compile_and_judge<'a>(
         Err(CompileError::Failed(message)) => {
             return Err(fail(
                 "the backend failed",
-                format!("  while compiling: {message}"),
+                format!("  while compiling: {}", bounded(message)),
             ));
         }
         Err(CompileError::Unsupported(reason)) => {
             return Err(Outcome::Skip(format!(
-                "backend {}: {reason}",
-                backend.name()
+                "backend {}: {}",
+                backend.name(),
+                bounded(reason)
             )));
         }
-        Err(CompileError::Rejected(rejected)) => Err(rejected),
+        Err(CompileError::Rejected(rejected)) => Err(Rejected {
+            rule: rejected.rule.map(bounded),
+            message: bounded(rejected.message),
+        }),
         Ok(compiled) => Ok(compiled),
     };
     let compiled = match (verdict, compiled) {
@@ -396,7 +419,7 @@ fn execute_and_compare(
                 format!("  panic: {}", panic_message(panic.as_ref())),
             );
         }
-        Ok(Err(message)) => return fail("execution failed", format!("  {message}")),
+        Ok(Err(message)) => return fail("execution failed", format!("  {}", bounded(message))),
         Ok(Ok(())) => {}
     }
 
@@ -590,9 +613,9 @@ fn note_rule_difference(oracle_rule: &str, rejected: &Rejected, notes: &mut Vec<
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
-        s.to_string()
+        bounded(s.to_string())
     } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
+        bounded(s.clone())
     } else {
         "(a panic without a message)".to_string()
     }

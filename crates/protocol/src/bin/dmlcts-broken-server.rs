@@ -19,7 +19,17 @@
 //! - `values-only`: declares the profile "values-only" and accepts every descriptor (the
 //!   oracle's verdict decides only whether it can execute it);
 //! - `not-enforced`: the same, declaring `not_enforced: [slice1.window_inside_input]`;
-//! - `slow-start`: sleeps 2 s before reading anything, then serves correctly.
+//! - `slow-start`: sleeps 2 s before reading anything, then serves correctly;
+//! - `huge-messages`: answers every compile with an `error` whose message is 15 MiB;
+//! - `frame-flood`: on its first compile, writes well-framed `accepted` frames without end;
+//! - `huge-payload`: answers every execute with a reply that declares a 2 GiB payload, then
+//!   sends zeros until the pipe closes;
+//! - `escape-setsid`: on every compile, starts a process that calls `setsid` (a session and
+//!   group of its own) and starts a lingering copy of this program (a double fork), then
+//!   exits with status 3 without answering;
+//! - `hang-after-hello`: answers hello, then reads nothing and answers nothing;
+//! - `starts-once`: the first process crashes (status 3) on its first compile; every later one
+//!   (the pids file has a line already) exits with status 1 before its hello.
 //!
 //! A second argument names a file to which every process it starts (itself included)
 //! appends its pid, so tests can check that none survives.
@@ -38,20 +48,34 @@ use std::time::Duration;
 
 /// What `stderr-flood` writes, in bytes.
 const FLOOD_BYTES: usize = 300 << 20;
+/// The length of each message `huge-messages` sends, in bytes.
+const HUGE_MESSAGE_BYTES: usize = 15 << 20;
+/// The payload length `huge-payload` declares, in bytes.
+const HUGE_PAYLOAD_BYTES: u64 = 2 << 30;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let fault = args.first().cloned().unwrap_or_default();
     let pids_file = args.get(1).cloned();
+    let started_before = pids_file
+        .as_deref()
+        .is_some_and(|file| std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty()));
     if let Some(file) = &pids_file {
         record_pid(file);
     }
     if fault == "linger" {
         sleep_forever();
     }
+    if fault == "escapee" {
+        escape(pids_file.as_deref());
+    }
     eprintln!("broken server starting with fault `{fault}`");
     if fault == "slow-start" {
         std::thread::sleep(Duration::from_secs(2));
+    }
+    if fault == "starts-once" && started_before {
+        eprintln!("refusing to start again, on purpose");
+        std::process::exit(1);
     }
     let profile = match fault.as_str() {
         "values-only" => Some(ValidationProfile::ValuesOnly),
@@ -94,6 +118,14 @@ fn serve(backend: &dyn Backend, fault: &str, pids_file: Option<&str>) {
             if frame.header["operator"].get("join").is_some() {
                 joins.insert(frame.id());
             }
+            if misbehave_at_compile(fault, &frame, &mut stdout) {
+                continue;
+            }
+        }
+        if frame.kind() == "execute" && fault == "huge-payload" {
+            eprintln!("declaring a 2 GiB payload, on purpose");
+            send_huge_payload(&frame, &mut stdout);
+            return;
         }
         if frame.kind() == "execute" {
             if fault == "hang-on-join" && joins.contains(&frame.id()) {
@@ -121,7 +153,60 @@ fn serve(backend: &dyn Backend, fault: &str, pids_file: Option<&str>) {
             eprintln!("no longer reading, on purpose");
             sleep_forever();
         }
+        if fault == "hang-after-hello" && frame.kind() == "hello" {
+            eprintln!("hanging after hello, on purpose");
+            sleep_forever();
+        }
     }
+}
+
+/// The compile-time faults that answer (or flood) instead of the server: true when the
+/// request has been dealt with.
+fn misbehave_at_compile(fault: &str, frame: &Frame, stdout: &mut impl Write) -> bool {
+    match fault {
+        "huge-messages" => {
+            send_huge_message(frame, stdout);
+            true
+        }
+        "frame-flood" => {
+            eprintln!("flooding frames, on purpose");
+            let reply = Frame::new(json!({"type": "accepted", "id": frame.id()}));
+            while write_reply(stdout, &reply).is_ok() {}
+            std::process::exit(0);
+        }
+        _ => false,
+    }
+}
+
+/// An `error` reply whose message is `HUGE_MESSAGE_BYTES` long, written as bytes (building
+/// it as JSON would cost this unoptimized test program a second a message).
+fn send_huge_message(frame: &Frame, stdout: &mut impl Write) {
+    let id = frame.id().map_or("null".to_string(), |id| id.to_string());
+    let head = format!(r#"{{"type":"error","id":{id},"message":""#);
+    let tail = r#""}"#;
+    let message = vec![b'm'; HUGE_MESSAGE_BYTES];
+    let length = (head.len() + message.len() + tail.len()) as u32;
+    let _ = stdout.write_all(&length.to_le_bytes());
+    let _ = stdout.write_all(head.as_bytes());
+    let _ = stdout.write_all(&message);
+    let _ = stdout.write_all(tail.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// A reply to an execute that declares one 2 GiB payload, then zeros until the pipe closes.
+fn send_huge_payload(frame: &Frame, stdout: &mut impl Write) {
+    let header = serde_json::to_vec(
+        &json!({"type": "executed", "id": frame.id(), "payloads": [HUGE_PAYLOAD_BYTES]}),
+    )
+    .expect("a header");
+    let _ = stdout.write_all(&(header.len() as u32).to_le_bytes());
+    let _ = stdout.write_all(&header);
+    let zeros = vec![0u8; 1 << 20];
+    let mut sent = 0u64;
+    while sent < HUGE_PAYLOAD_BYTES && stdout.write_all(&zeros).is_ok() {
+        sent += zeros.len() as u64;
+    }
+    let _ = stdout.flush();
 }
 
 /// The wrong hello header of the `hello-*` faults.
@@ -142,8 +227,21 @@ fn bad_hello(fault: &str) -> Option<serde_json::Value> {
 }
 
 /// The faults that end the process at a compile request (`compiles` counts them, this one
-/// included): crash-on-3, abort-on-3, stderr-flood, fork-and-exit.
+/// included): crash-on-3, abort-on-3, stderr-flood, fork-and-exit, escape-setsid,
+/// starts-once.
 fn exit_at_compile(fault: &str, compiles: u32, pids_file: Option<&str>) {
+    if fault == "escape-setsid" {
+        // A daemon's way: no pipes of the server's, its parent waits for it.
+        if let Some(mut escapee) = start_copy("escapee", pids_file, false) {
+            let _ = escapee.wait();
+        }
+        eprintln!("exiting, with a process of another session left behind");
+        std::process::exit(3);
+    }
+    if fault == "starts-once" {
+        eprintln!("crashing on purpose at the first compile");
+        std::process::exit(3);
+    }
     if compiles == 3 && fault == "crash-on-3" {
         eprintln!("crashing on purpose at compile #3");
         std::process::exit(3);
@@ -214,17 +312,43 @@ fn flood_stderr() {
     let _ = stderr.flush();
 }
 
-/// A copy of this program that inherits the pipes and sleeps.
-fn start_lingering_copy(pids_file: Option<&str>) {
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
+/// `escapee`: leaves the server's session and process group (`setsid`), starts a lingering
+/// copy of this program there, and exits: the copy is then nobody's child but the reaper's.
+fn escape(pids_file: Option<&str>) -> ! {
+    #[cfg(unix)]
+    if let Err(e) = rustix::process::setsid() {
+        eprintln!("setsid failed: {e}");
+    }
+    start_lingering_copy(pids_file);
+    std::process::exit(0);
+}
+
+/// A copy of this program with the fault `fault` (and the pids file), with this one's stdin,
+/// stdout and stderr, or none.
+fn start_copy(
+    fault: &str,
+    pids_file: Option<&str>,
+    inherit_pipes: bool,
+) -> Option<std::process::Child> {
+    let exe = std::env::current_exe().ok()?;
     let mut command = std::process::Command::new(exe);
-    command.arg("linger");
+    command.arg(fault);
+    if !inherit_pipes {
+        use std::process::Stdio;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+    }
     if let Some(file) = pids_file {
         command.arg(file);
     }
-    if let Ok(child) = command.spawn() {
+    command.spawn().ok()
+}
+
+/// A copy of this program that inherits the pipes and sleeps.
+fn start_lingering_copy(pids_file: Option<&str>) {
+    if let Some(child) = start_copy("linger", pids_file, true) {
         // Wait until it has recorded itself, so the test knows of it.
         if let Some(file) = pids_file {
             let pid = child.id().to_string();

@@ -1,0 +1,477 @@
+//! One server process: starting it (its own process group, a tag in its environment, a
+//! parent-death signal), its `hello`, the two threads that read its stdout (frames, each
+//! checked against what the request waiting for it may take) and stderr (a bounded tail),
+//! one request and its reply within a timeout, and its burial.
+
+use super::ProcessOptions;
+use super::hello::{Hello, parse_hello};
+use super::reaper::{end_server, new_tag, spawn_lasting};
+use crate::PROTOCOL_VERSION;
+use crate::bounds::bounded_json;
+use crate::frame::{Frame, FrameError, read_head, write_frame};
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Lines of the child's stderr kept for failure messages.
+pub const STDERR_LINES: usize = 20;
+/// Bytes kept of each of those lines; the rest of a longer line is counted, not kept. So a
+/// failure message carries at most 20 x 2 KiB = 40 KiB of stderr.
+pub const STDERR_LINE_BYTES: usize = 2048;
+/// How long a child that is already closing its pipes gets to exit on its own before its
+/// group is killed (so its own exit status can be reported).
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+pub(super) struct Running {
+    pub(super) child: Child,
+    pub(super) stdin: ChildStdin,
+    /// Replies, each to the request that was waiting for one; then at most one error, after
+    /// which the reader stops. Never more than two are queued.
+    frames: Receiver<Result<Frame, String>>,
+    /// The payload limits of the reply the harness waits for (None: no request waits, so a
+    /// frame that comes is unsolicited).
+    awaited: Arc<Mutex<Option<Vec<u64>>>>,
+    stderr: Arc<Mutex<StderrTail>>,
+    pub(super) generation: u64,
+    /// In the server's environment (`DMLCTS_SERVER_TAG`), inherited by what it starts.
+    tag: String,
+}
+
+/// Why an exchange failed: the text, and whether the child stalled (no reply, or the request
+/// not read, within the timeout), which is what costs a run its time.
+pub(super) struct Failure {
+    pub(super) text: String,
+    pub(super) stalled: bool,
+}
+
+impl Failure {
+    fn stall(text: String) -> Failure {
+        Failure {
+            text,
+            stalled: true,
+        }
+    }
+
+    fn other(text: String) -> Failure {
+        Failure {
+            text,
+            stalled: false,
+        }
+    }
+}
+
+fn shell(command: &str) -> Command {
+    if cfg!(windows) {
+        let mut c = Command::new("cmd");
+        c.arg("/C").arg(command);
+        c
+    } else {
+        // A simple command replaces the shell, so the server is the harness's own child and
+        // its exit status or signal arrives unchanged; a compound one keeps the shell.
+        let simple = !command.contains([';', '&', '|', '<', '>', '(', ')', '$', '`', '\n']);
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(if simple {
+            format!("exec {command}")
+        } else {
+            command.to_string()
+        });
+        c
+    }
+}
+
+/// Why no child could be made ready.
+pub(super) enum SpawnError {
+    /// The operating system could not start the command at all.
+    CannotStart(String),
+    /// It started, but gave no usable hello (it died, hung or answered wrongly).
+    NoHello(String),
+}
+
+impl SpawnError {
+    pub(super) fn text(self) -> String {
+        match self {
+            SpawnError::CannotStart(e) | SpawnError::NoHello(e) => e,
+        }
+    }
+}
+
+pub(super) fn spawn(
+    options: &ProcessOptions,
+    generations: &AtomicU64,
+) -> Result<(Running, Hello), SpawnError> {
+    let mut command = shell(&options.command);
+    if let Some(dir) = &options.working_dir {
+        command.current_dir(dir);
+    }
+    let tag = new_tag();
+    command
+        .env(super::reaper::TAG_VARIABLE, &tag)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        // Its own process group, so that whatever it starts is killed with it.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    #[cfg(target_os = "linux")]
+    super::parent_death::kill_with_harness(&mut command);
+    let mut child = spawn_lasting(command)
+        .map_err(|e| SpawnError::CannotStart(format!("cannot start `{}`: {e}", options.command)))?;
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let mut stderr_pipe = child.stderr.take().expect("piped");
+    #[cfg(unix)]
+    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
+        end_server(&mut child, &tag);
+        return Err(SpawnError::CannotStart(format!(
+            "cannot make the pipe to `{}` non-blocking: {e}",
+            options.command
+        )));
+    }
+    let awaited = Arc::new(Mutex::new(None));
+    let frames = read_replies(stdout, Arc::clone(&awaited));
+    let stderr = Arc::new(Mutex::new(StderrTail::default()));
+    let tail = Arc::clone(&stderr);
+    std::thread::spawn(move || {
+        let mut buffer = vec![0u8; 64 << 10];
+        loop {
+            match stderr_pipe.read(&mut buffer) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if let Ok(mut tail) = tail.lock() {
+                        tail.push(&buffer[..n]);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
+    });
+    let mut running = Running {
+        child,
+        stdin,
+        frames,
+        awaited,
+        stderr,
+        generation: generations.fetch_add(1, Ordering::SeqCst),
+        tag,
+    };
+    let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION});
+    let reply = match exchange(&mut running, &hello, &[], &[], options.startup_timeout) {
+        Ok(reply) => reply,
+        Err(failure) => {
+            return Err(SpawnError::NoHello(bury(
+                running,
+                &format!("during hello: {}", failure.text),
+            )));
+        }
+    };
+    match parse_hello(&reply) {
+        Ok(hello) => Ok((running, hello)),
+        Err(e) => Err(SpawnError::NoHello(bury(
+            running,
+            &format!("bad hello reply: {e}"),
+        ))),
+    }
+}
+
+/// The thread that reads the child's stdout. Each frame's head is read first: a frame that
+/// no request waits for is a protocol violation (so a flood of frames costs one), and a
+/// reply's payloads must fit what its request takes before a byte of them is read (so a
+/// declared 2 GiB payload allocates nothing). The first error ends the thread.
+fn read_replies(
+    mut stdout: impl Read + Send + 'static,
+    awaited: Arc<Mutex<Option<Vec<u64>>>>,
+) -> Receiver<Result<Frame, String>> {
+    let (sender, frames) = sync_channel(2);
+    std::thread::spawn(move || {
+        loop {
+            let message = match read_head(&mut stdout) {
+                Ok(Some(head)) => {
+                    let limits = awaited.lock().ok().and_then(|mut limits| limits.take());
+                    match limits {
+                        None => Err(format!(
+                            "protocol violation: a frame that no request waits for: {}",
+                            bounded_json(&head.header)
+                        )),
+                        Some(limits) => match head.check_payloads(&limits) {
+                            Err(e) => Err(format!(
+                                "protocol violation: a reply's payloads do not fit its request: {e}"
+                            )),
+                            Ok(()) => head
+                                .read_payloads(&mut stdout)
+                                .map_err(|e| describe_read_error(&e)),
+                        },
+                    }
+                }
+                Ok(None) => Err("the backend process closed its output".to_string()),
+                Err(e) => Err(describe_read_error(&e)),
+            };
+            let stop = message.is_err();
+            if sender.send(message).is_err() || stop {
+                return;
+            }
+        }
+    });
+    frames
+}
+
+fn describe_read_error(error: &FrameError) -> String {
+    match error {
+        FrameError::Io(e) => format!("reading the backend's output failed: {e}"),
+        e => format!("protocol violation: {e}"),
+    }
+}
+
+/// The last lines of a child's stderr, each cut to `STDERR_LINE_BYTES`.
+#[derive(Default)]
+struct StderrTail {
+    lines: VecDeque<String>,
+    /// The line being written (no newline yet), up to `STDERR_LINE_BYTES`.
+    current: Vec<u8>,
+    /// Bytes of the current line beyond what is kept.
+    current_cut: u64,
+}
+
+impl StderrTail {
+    fn push(&mut self, mut bytes: &[u8]) {
+        while let Some(newline) = bytes.iter().position(|&b| b == b'\n') {
+            self.append(&bytes[..newline]);
+            let line = self.current_line();
+            if self.lines.len() == STDERR_LINES {
+                self.lines.pop_front();
+            }
+            self.lines.push_back(line);
+            self.current.clear();
+            self.current_cut = 0;
+            bytes = &bytes[newline + 1..];
+        }
+        self.append(bytes);
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        let room = STDERR_LINE_BYTES.saturating_sub(self.current.len());
+        let kept = room.min(bytes.len());
+        self.current.extend_from_slice(&bytes[..kept]);
+        self.current_cut += (bytes.len() - kept) as u64;
+    }
+
+    fn current_line(&self) -> String {
+        let bytes = self.current.strip_suffix(b"\r").unwrap_or(&self.current);
+        let mut line = String::from_utf8_lossy(bytes).into_owned();
+        if self.current_cut > 0 {
+            line.push_str(&format!(
+                " [line cut: {} more bytes not kept]",
+                self.current_cut
+            ));
+        }
+        line
+    }
+
+    /// The kept lines, and the unfinished one if there is one.
+    fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.lines.iter().cloned().collect();
+        if !self.current.is_empty() || self.current_cut > 0 {
+            if lines.len() == STDERR_LINES {
+                lines.remove(0);
+            }
+            lines.push(self.current_line());
+        }
+        lines
+    }
+}
+
+/// Writes a request and waits for one reply frame; each of the two takes at most `timeout`.
+/// `reply_limits` bounds the reply's payloads (see `Head::check_payloads`).
+pub(super) fn exchange(
+    running: &mut Running,
+    header: &Value,
+    payloads: &[&[u8]],
+    reply_limits: &[u64],
+    timeout: Duration,
+) -> Result<Frame, Failure> {
+    if let Ok(mut awaited) = running.awaited.lock() {
+        *awaited = Some(reply_limits.to_vec());
+    }
+    write_within(&mut running.stdin, header, payloads, timeout).map_err(|e| {
+        if e.kind() == io::ErrorKind::TimedOut {
+            Failure::stall(format!(
+                "the request was not read within {:.1} s (the backend stopped reading its input?)",
+                timeout.as_secs_f64()
+            ))
+        } else {
+            Failure::other(format!("writing to the backend process failed: {e}"))
+        }
+    })?;
+    match running.frames.recv_timeout(timeout) {
+        Ok(Ok(frame)) => Ok(frame),
+        Ok(Err(what)) => Err(Failure::other(what)),
+        Err(RecvTimeoutError::Timeout) => Err(Failure::stall(format!(
+            "no reply within {:.1} s (hung?)",
+            timeout.as_secs_f64()
+        ))),
+        Err(RecvTimeoutError::Disconnected) => Err(Failure::other(
+            "the backend process's output is gone".to_string(),
+        )),
+    }
+}
+
+/// Writes a message that has no reply (`release`), within `timeout`.
+pub(super) fn notify(running: &mut Running, header: &Value, timeout: Duration) -> io::Result<()> {
+    write_within(&mut running.stdin, header, &[], timeout)
+}
+
+/// Writes one frame, giving up with `TimedOut` when the child has not taken it all within
+/// `timeout` (its stdin is non-blocking on Unix).
+fn write_within(
+    stdin: &mut ChildStdin,
+    header: &Value,
+    payloads: &[&[u8]],
+    timeout: Duration,
+) -> io::Result<()> {
+    let now = Instant::now();
+    let mut writer = DeadlineWriter {
+        stdin,
+        deadline: now.checked_add(timeout).unwrap_or(now + super::MAX_TIMEOUT),
+    };
+    write_frame(&mut writer, header, payloads)
+}
+
+struct DeadlineWriter<'a> {
+    stdin: &'a mut ChildStdin,
+    /// Used where the pipe can be non-blocking (Unix).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    deadline: Instant,
+}
+
+impl Write for DeadlineWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.stdin.write(bytes) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.wait_writable()?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stdin.flush()
+    }
+}
+
+impl DeadlineWriter<'_> {
+    #[cfg(unix)]
+    fn wait_writable(&self) -> io::Result<()> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        let timeout = Timespec {
+            tv_sec: left.as_secs() as _,
+            tv_nsec: left.subsec_nanos() as _,
+        };
+        let mut fds = [PollFd::new(&*self.stdin, PollFlags::OUT)];
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(0) => Err(io::ErrorKind::TimedOut.into()),
+            // Writable, or an error the next write reports.
+            Ok(_) => Ok(()),
+            Err(rustix::io::Errno::INTR) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Elsewhere the pipe blocks and never says `WouldBlock`.
+    #[cfg(not(unix))]
+    fn wait_writable(&self) -> io::Result<()> {
+        Err(io::ErrorKind::TimedOut.into())
+    }
+}
+
+/// Whether the child has exited, without reaping it (so its group id stays reserved).
+fn has_exited(child: &mut Child) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        matches!(
+            waitid(WaitId::Pid(Pid::from_child(child)), options),
+            Ok(Some(_))
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+}
+
+/// Asks the child to stop (`shutdown`, waiting `timeout` for its `bye`), then ends it and
+/// whatever it started.
+pub(super) fn shut_down(mut running: Running, timeout: Duration) {
+    let shutdown = json!({"type": "shutdown"});
+    if let Ok(mut awaited) = running.awaited.lock() {
+        *awaited = Some(Vec::new());
+    }
+    if write_within(&mut running.stdin, &shutdown, &[], timeout).is_ok() {
+        let _ = running.frames.recv_timeout(timeout);
+    }
+    end_server(&mut running.child, &running.tag);
+}
+
+/// Ends the child and whatever it started, and describes how the child ended, with its last
+/// stderr lines.
+pub(super) fn bury(mut running: Running, what: &str) -> String {
+    // A child that already closed its pipes may be about to exit: let it, to report its own
+    // status.
+    let started = Instant::now();
+    let mut exited = has_exited(&mut running.child);
+    while !exited && started.elapsed() < EXIT_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+        exited = has_exited(&mut running.child);
+    }
+    let status = end_server(&mut running.child, &running.tag);
+    let ended = match (exited, status) {
+        (true, Some(status)) => describe_exit(status),
+        _ => "was killed by the harness".to_string(),
+    };
+    std::thread::sleep(Duration::from_millis(20)); // let the stderr reader catch up
+    let tail = running.stderr.lock().map(|t| t.lines()).unwrap_or_default();
+    let mut message = format!("backend process: {what}; it {ended}");
+    if tail.is_empty() {
+        message.push_str("; its stderr was empty");
+    } else {
+        message.push_str("; last lines of its stderr:");
+        for line in tail {
+            message.push_str("\n    | ");
+            message.push_str(&line);
+        }
+    }
+    message
+}
+
+fn describe_exit(status: std::process::ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("was killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        // A shell reports a child killed by signal N as status 128 + N.
+        Some(code) if cfg!(unix) && (129..=192).contains(&code) => format!(
+            "exited with status {code} (from the shell: killed by signal {})",
+            code - 128
+        ),
+        Some(code) => format!("exited with status {code}"),
+        None => "exited".to_string(),
+    }
+}

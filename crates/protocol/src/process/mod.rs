@@ -1,0 +1,374 @@
+//! `ProcessBackend`: a backend served by a child process. Every write and every wait for a
+//! reply is bounded by `timeout`; a child that exits, is killed by a signal, hangs, stops
+//! reading or breaks the protocol fails the request with what happened and the last lines of
+//! its stderr (bounded in bytes), it and everything it started are killed and reaped
+//! (reaper.rs), and the next request starts a fresh child. A child whose `hello` is unusable
+//! fails every case with the reason instead of stopping the run; after
+//! `STALLS_BEFORE_GIVING_UP` hangs or failed starts in a row, so does every later request,
+//! at once. What a reply says is kept only up to `MAX_TEXT_BYTES` a text.
+
+mod child;
+mod hello;
+#[cfg(target_os = "linux")]
+mod parent_death;
+mod reaper;
+
+use crate::bounds::{MAX_TEXT_BYTES, bounded, bounded_json};
+use crate::descriptor::to_json;
+use crate::frame::Frame;
+use child::{Running, SpawnError, bury, exchange, notify, shut_down, spawn};
+use dmlcts_tensor::{
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
+    Rejected, ValidationProfile,
+};
+use hello::Hello;
+use serde_json::{Value, json};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub use child::{STDERR_LINE_BYTES, STDERR_LINES};
+
+/// Longest wait for the `release` and `shutdown` messages, which have no reply.
+const NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
+/// The longest timeout a `ProcessBackend` uses (7 days); longer ones are cut to it.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Hangs (no reply, or a request not read, within the timeout) and failed starts in a row
+/// after which every later request fails at once, without a process.
+pub const STALLS_BEFORE_GIVING_UP: u32 = 3;
+
+#[derive(Clone, Debug)]
+pub struct ProcessOptions {
+    /// Run with `sh -c` (`cmd /C` on Windows).
+    pub command: String,
+    /// The name reports and replay commands use (e.g. `process:<command>`).
+    pub name: String,
+    /// Longest wait for any one reply (at most `MAX_TIMEOUT`).
+    pub timeout: Duration,
+    /// Longest wait for the first `hello` (device creation can be slow; at most
+    /// `MAX_TIMEOUT`).
+    pub startup_timeout: Duration,
+    /// Where the command runs (the current folder when None).
+    pub working_dir: Option<std::path::PathBuf>,
+}
+
+impl ProcessOptions {
+    pub fn new(command: &str) -> ProcessOptions {
+        ProcessOptions {
+            command: command.to_string(),
+            name: format!("process:{command}"),
+            timeout: Duration::from_secs(10),
+            startup_timeout: Duration::from_secs(60),
+            working_dir: None,
+        }
+    }
+}
+
+pub struct ProcessBackend {
+    options: ProcessOptions,
+    /// The server's hello, or why there is none usable: then every case fails with it.
+    hello: Result<Hello, String>,
+    link: Mutex<Link>,
+    generations: AtomicU64,
+    next_id: AtomicU64,
+}
+
+/// The child now serving, and how the last requests went.
+#[derive(Default)]
+struct Link {
+    running: Option<Running>,
+    /// Hangs and failed starts since the last reply that ended a case.
+    stalls: u32,
+    /// Why every request now fails at once: the stalls in a row, the last one's text.
+    given_up: Option<String>,
+}
+
+impl Link {
+    /// Counts a hang or failed start; the text for this request's failure.
+    fn stalled(&mut self, text: String) -> String {
+        self.stalls += 1;
+        if self.stalls < STALLS_BEFORE_GIVING_UP {
+            return text;
+        }
+        let given_up = format!(
+            "backend process: given up after {STALLS_BEFORE_GIVING_UP} hangs or failed starts \
+             in a row; every later case fails at once without it. The last: {text}"
+        );
+        self.given_up = Some(given_up.clone());
+        given_up
+    }
+}
+
+impl ProcessBackend {
+    /// Starts the server and asks who it is. Only a process that cannot be started at all is
+    /// an error here; a server that dies, hangs or answers `hello` badly gives a backend whose
+    /// every case fails with that reason, so the run still ends with its report.
+    pub fn start(mut options: ProcessOptions) -> Result<ProcessBackend, String> {
+        options.timeout = options.timeout.min(MAX_TIMEOUT);
+        options.startup_timeout = options.startup_timeout.min(MAX_TIMEOUT);
+        let generations = AtomicU64::new(0);
+        let (running, hello) = match spawn(&options, &generations) {
+            Ok((running, hello)) => (Some(running), Ok(hello)),
+            Err(SpawnError::CannotStart(e)) => return Err(e),
+            Err(SpawnError::NoHello(e)) => (None, Err(e)),
+        };
+        Ok(ProcessBackend {
+            options,
+            hello,
+            link: Mutex::new(Link {
+                running,
+                ..Link::default()
+            }),
+            generations,
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Why the server's hello is unusable, if it is.
+    pub fn hello_error(&self) -> Option<&str> {
+        self.hello.as_ref().err().map(String::as_str)
+    }
+
+    /// Sends a request and waits for its reply, whose payloads must fit `reply_limits`. Any
+    /// failure kills the child; the next request starts a new one, unless the stalls in a
+    /// row have reached `STALLS_BEFORE_GIVING_UP`.
+    fn request(
+        &self,
+        header: &Value,
+        payloads: &[&[u8]],
+        reply_limits: &[u64],
+        generation: Option<u64>,
+    ) -> Result<(Frame, u64), String> {
+        let mut link = self
+            .link
+            .lock()
+            .map_err(|_| "the backend lock is poisoned".to_string())?;
+        if let Err(e) = &self.hello {
+            return Err(e.clone());
+        }
+        if let Some(given_up) = &link.given_up {
+            return Err(given_up.clone());
+        }
+        let running = match link.running.take() {
+            Some(running) => running,
+            None => match spawn(&self.options, &self.generations) {
+                Ok((running, _)) => running,
+                Err(e) => return Err(link.stalled(e.text())),
+            },
+        };
+        let running = link.running.insert(running);
+        if let Some(expected) = generation
+            && expected != running.generation
+        {
+            return Err(
+                "the backend process was restarted since this operator was compiled".to_string(),
+            );
+        }
+        let this_generation = running.generation;
+        match exchange(
+            running,
+            header,
+            payloads,
+            reply_limits,
+            self.options.timeout,
+        ) {
+            Ok(frame) => {
+                // A reply that ends a case ends a run of stalls; `accepted` leaves it to the
+                // execute that follows.
+                if frame.kind() != "accepted" {
+                    link.stalls = 0;
+                }
+                Ok((frame, this_generation))
+            }
+            Err(failure) => {
+                let running = link.running.take().expect("present");
+                let text = bury(running, &failure.text);
+                if failure.stalled {
+                    Err(link.stalled(text))
+                } else {
+                    link.stalls = 0;
+                    Err(text)
+                }
+            }
+        }
+    }
+}
+
+impl Drop for ProcessBackend {
+    fn drop(&mut self) {
+        if let Ok(mut link) = self.link.lock()
+            && let Some(running) = link.running.take()
+        {
+            // Ask politely, then make sure: the child and all it started go.
+            shut_down(running, NOTICE_TIMEOUT);
+        }
+    }
+}
+
+/// A reply's text member, bounded; None when absent or not a string.
+fn text(reply: &Frame, key: &str) -> Option<String> {
+    reply
+        .header
+        .get(key)
+        .and_then(Value::as_str)
+        .map(|text| bounded(text, MAX_TEXT_BYTES))
+}
+
+struct ProcessCompiled<'a> {
+    backend: &'a ProcessBackend,
+    id: u64,
+    generation: u64,
+}
+
+impl CompiledOperator for ProcessCompiled<'_> {
+    fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        let header = json!({"type": "execute", "id": self.id, "inputs": inputs.len(), "outputs": outputs.len()});
+        let output_bytes: Vec<Vec<u8>> =
+            outputs.iter_mut().map(|o| o.bytes_mut().to_vec()).collect();
+        let mut payloads: Vec<&[u8]> = inputs.to_vec();
+        payloads.extend(output_bytes.iter().map(Vec::as_slice));
+        // The reply may carry the output buffers, each at most as long as it went.
+        let limits: Vec<u64> = output_bytes.iter().map(|o| o.len() as u64).collect();
+        let (reply, _) =
+            self.backend
+                .request(&header, &payloads, &limits, Some(self.generation))?;
+        match reply.kind() {
+            "executed" if reply.id() == Some(self.id) => {}
+            "error" => {
+                return Err(format!(
+                    "the backend reported an error: {}",
+                    text(&reply, "message").unwrap_or_else(|| "(no message)".to_string())
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "protocol violation: expected `executed` for id {}, got {}",
+                    self.id,
+                    bounded_json(&reply.header)
+                ));
+            }
+        }
+        if reply.payloads.len() != outputs.len() {
+            return Err(format!(
+                "protocol violation: {} output buffers returned for {} outputs",
+                reply.payloads.len(),
+                outputs.len()
+            ));
+        }
+        for (i, (binding, bytes)) in outputs.iter_mut().zip(&reply.payloads).enumerate() {
+            let target = binding.bytes_mut();
+            if bytes.len() != target.len() {
+                return Err(format!(
+                    "protocol violation: output {i} came back with {} bytes, expected {}",
+                    bytes.len(),
+                    target.len()
+                ));
+            }
+            target.copy_from_slice(bytes);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ProcessCompiled<'_> {
+    fn drop(&mut self) {
+        // `release` has no reply; a dead child needs no release.
+        if let Ok(mut link) = self.backend.link.lock()
+            && let Some(running) = link.running.as_mut()
+            && running.generation == self.generation
+        {
+            let release = json!({"type": "release", "id": self.id});
+            let _ = notify(running, &release, NOTICE_TIMEOUT);
+        }
+    }
+}
+
+impl Backend for ProcessBackend {
+    fn name(&self) -> String {
+        self.options.name.clone()
+    }
+
+    /// Without a usable hello, the latest level and every data type: so that the cases
+    /// reach `compile` and fail with the reason instead of being skipped.
+    fn feature_level(&self) -> FeatureLevel {
+        match &self.hello {
+            Ok(hello) => hello.feature_level,
+            Err(_) => FeatureLevel::LATEST,
+        }
+    }
+
+    fn data_types(&self) -> Vec<DataType> {
+        match &self.hello {
+            Ok(hello) => hello.data_types.clone(),
+            Err(_) => DataType::ALL.to_vec(),
+        }
+    }
+
+    fn device(&self) -> String {
+        match &self.hello {
+            Err(_) => "no usable hello (out of process)".to_string(),
+            Ok(hello) if hello.device.is_empty() => format!("{} (out of process)", hello.name),
+            Ok(hello) => format!("{}: {} (out of process)", hello.name, hello.device),
+        }
+    }
+
+    /// As its hello said; without a usable hello, strict (every case fails anyway).
+    fn validation_profile(&self) -> ValidationProfile {
+        match &self.hello {
+            Ok(hello) => hello.profile.clone(),
+            Err(_) => ValidationProfile::Strict,
+        }
+    }
+
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        self.compile_at(op, None)
+    }
+}
+
+impl ProcessBackend {
+    /// The levels the server said a `compile` may ask for (empty: only its claimed one).
+    pub fn feature_levels(&self) -> &[FeatureLevel] {
+        match &self.hello {
+            Ok(hello) => &hello.feature_levels,
+            Err(_) => &[],
+        }
+    }
+
+    /// Compiles as a device at `level` (one of `feature_levels`), or at the claimed level.
+    pub fn compile_at(
+        &self,
+        op: &OperatorDesc,
+        level: Option<FeatureLevel>,
+    ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let mut header = json!({"type": "compile", "id": id, "operator": to_json(op)});
+        if let Some(level) = level {
+            header["feature_level"] = json!(level.to_string());
+        }
+        let (reply, generation) = self
+            .request(&header, &[], &[], None)
+            .map_err(CompileError::Failed)?;
+        match reply.kind() {
+            "accepted" if reply.id() == Some(id) => Ok(Box::new(ProcessCompiled {
+                backend: self,
+                id,
+                generation,
+            })),
+            "rejected" if reply.id() == Some(id) => Err(CompileError::Rejected(Rejected {
+                rule: text(&reply, "rule"),
+                message: text(&reply, "reason").unwrap_or_default(),
+            })),
+            "unsupported" if reply.id() == Some(id) => Err(CompileError::Unsupported(
+                text(&reply, "reason").unwrap_or_default(),
+            )),
+            "error" => Err(CompileError::Failed(format!(
+                "the backend reported an error: {}",
+                text(&reply, "message").unwrap_or_default()
+            ))),
+            _ => Err(CompileError::Failed(format!(
+                "protocol violation: expected `accepted` or `rejected` for id {id}, got {}",
+                bounded_json(&reply.header)
+            ))),
+        }
+    }
+}

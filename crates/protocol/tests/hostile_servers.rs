@@ -1,0 +1,434 @@
+//! Hostile backends, each run in a copy of this test binary held to 1 GiB of address space
+//! (`prlimit --as=1073741824`): a run against each ends with its summary line and its report
+//! files, within bounded time, with nothing it started left running. And a harness killed by
+//! SIGKILL takes its server with it.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use common::{Run, doc_cases, run_recording_pids};
+use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
+use dmlcts_harness::{Case, CaseResult, RunOptions, Status, run_cases};
+use dmlcts_protocol::bounds::MAX_TEXT_BYTES;
+use dmlcts_protocol::{ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP};
+use dmlcts_tensor::{Backend, CompileError, CompiledOperator, OperatorDesc};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The address space each hostile run gets: 1 GiB.
+const ADDRESS_SPACE_BYTES: u64 = 1 << 30;
+/// Set in the limited copy: the folder its reports go to.
+const CHILD_OUT: &str = "DMLCTS_HOSTILE_OUT";
+/// The longest a limited copy may run.
+const CHILD_TIME: Duration = Duration::from_secs(300);
+
+/// In the test itself: runs the test `name` again in a copy of this binary under `prlimit
+/// --as=1073741824`, checks that it passed and ended with its summary line and its JSON and
+/// JUnit reports, and returns None. In that copy: the folder for its reports.
+fn in_limited_copy(name: &str) -> Option<PathBuf> {
+    if let Some(out) = std::env::var_os(CHILD_OUT) {
+        let limits = std::fs::read_to_string("/proc/self/limits").expect("limits");
+        let line = limits
+            .lines()
+            .find(|l| l.starts_with("Max address space"))
+            .expect("an address-space line");
+        assert!(
+            line.contains(&ADDRESS_SPACE_BYTES.to_string()),
+            "not limited: {line}"
+        );
+        return Some(PathBuf::from(out));
+    }
+    let out = std::env::temp_dir().join(format!(
+        "dmlcts-hostile-server-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("a report folder");
+    let stdout = std::fs::File::create(out.join("stdout.txt")).expect("stdout file");
+    let stderr = std::fs::File::create(out.join("stderr.txt")).expect("stderr file");
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut child = Command::new("prlimit")
+        .arg(format!("--as={ADDRESS_SPACE_BYTES}"))
+        .arg("--")
+        .arg(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD_OUT, &out)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("prlimit (util-linux) runs");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > CHILD_TIME {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name} did not end within {CHILD_TIME:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let read = |file: &str| std::fs::read_to_string(out.join(file)).unwrap_or_default();
+    let (stdout, stderr) = (read("stdout.txt"), read("stderr.txt"));
+    let tail = |text: &str| text[text.len().saturating_sub(4000)..].to_string();
+    assert!(
+        status.success(),
+        "{name} under 1 GiB: {status}\nstdout: {}\nstderr: {}",
+        tail(&stdout),
+        tail(&stderr)
+    );
+    assert!(
+        stdout.lines().any(|l| l.starts_with("summary: ")),
+        "no summary line: {}",
+        tail(&stdout)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&read("report.json")).expect("a JSON report");
+    assert!(json["cases"].as_array().is_some_and(|c| !c.is_empty()));
+    assert!(read("report.xml").contains("<testsuite"), "a JUnit report");
+    let _ = std::fs::remove_dir_all(&out);
+    None
+}
+
+/// Writes the run's reports to `out` and prints its summary line.
+fn report(backend: &str, results: &[CaseResult], out: &Path) {
+    let info = RunInfo {
+        backend: backend.to_string(),
+        ..RunInfo::default()
+    };
+    std::fs::write(out.join("report.json"), json_report(&info, results)).expect("JSON");
+    std::fs::write(out.join("report.xml"), junit_report(&info, results)).expect("JUnit");
+    println!("\nsummary: {}", Summary::of(results).line());
+}
+
+/// The broken server with `fault` on `cases`, its reports written to `out`.
+fn hostile_run(fault: &str, cases: &[Case], timeout: Duration, out: &Path) -> Run {
+    let run = run_recording_pids(fault, cases, timeout);
+    report(&format!("broken-server {fault}"), &run.results, out);
+    println!(
+        "{} cases in {:.1} s",
+        cases.len(),
+        run.elapsed.as_secs_f64()
+    );
+    assert_eq!(run.results.len(), cases.len());
+    assert_eq!(run.left_behind, Vec::<String>::new());
+    run
+}
+
+/// The doc cases, `times` times over.
+fn doc_cases_times(times: usize) -> Vec<Case> {
+    let cases = doc_cases();
+    (0..times).flat_map(|_| cases.clone()).collect()
+}
+
+/// "[... N more bytes not kept]" for a text of `total` bytes cut to `kept`.
+fn cut_note(total: usize, kept: usize) -> String {
+    format!("[... {} more bytes not kept]", total - kept)
+}
+
+#[test]
+fn every_case_answered_with_a_15_mib_message_keeps_memory_bounded() {
+    let Some(out) =
+        in_limited_copy("every_case_answered_with_a_15_mib_message_keeps_memory_bounded")
+    else {
+        return;
+    };
+    // 56 cases: kept whole, their messages alone would be 880 MB, which with the test
+    // program's own 280 MB is over the limit.
+    let run = hostile_run(
+        "huge-messages",
+        &doc_cases_times(7),
+        Duration::from_secs(30),
+        &out,
+    );
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert_eq!(r.reason, "the backend failed");
+        let kept = format!(
+            "the backend reported an error: {} {}",
+            "m".repeat(MAX_TEXT_BYTES),
+            cut_note(15 << 20, MAX_TEXT_BYTES)
+        );
+        assert!(r.details.contains(&kept), "{}", &r.details[..200]);
+        assert!(r.details.len() < 2 * MAX_TEXT_BYTES, "{}", r.details.len());
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 56 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_flood_of_unsolicited_frames_fails_the_process_not_the_run() {
+    let Some(out) = in_limited_copy("a_flood_of_unsolicited_frames_fails_the_process_not_the_run")
+    else {
+        return;
+    };
+    let run = hostile_run("frame-flood", &doc_cases(), Duration::from_secs(10), &out);
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(r.details.contains("protocol violation"), "{}", r.details);
+    }
+    // The first frame answers the compile; the next, read while no request waits for a
+    // reply, ends the process (or, read after the execute was sent, is its wrong reply,
+    // and a later one ends the process).
+    let ended = run
+        .results
+        .iter()
+        .filter(|r| {
+            r.details
+                .contains("protocol violation: a frame that no request waits for: {\"id\":")
+                && r.details.contains("| flooding frames, on purpose")
+        })
+        .count();
+    assert!(ended >= 1, "{}", run.results[0].details);
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_reply_declaring_a_2_gib_payload_is_refused_before_a_byte_is_read() {
+    let Some(out) =
+        in_limited_copy("a_reply_declaring_a_2_gib_payload_is_refused_before_a_byte_is_read")
+    else {
+        return;
+    };
+    let run = hostile_run("huge-payload", &doc_cases(), Duration::from_secs(10), &out);
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert_eq!(r.reason, "execution failed");
+        assert!(
+            r.details.contains(
+                "protocol violation: a reply's payloads do not fit its request: \
+                 payload 0 declared as 2147483648 bytes; at most "
+            ),
+            "{}",
+            r.details
+        );
+        assert!(
+            r.details
+                .contains("| declaring a 2 GiB payload, on purpose"),
+            "{}",
+            r.details
+        );
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_server_that_hangs_after_hello_is_given_up_after_three_hangs() {
+    let Some(out) =
+        in_limited_copy("a_server_that_hangs_after_hello_is_given_up_after_three_hangs")
+    else {
+        return;
+    };
+    let timeout = Duration::from_millis(500);
+    let run = hostile_run("hang-after-hello", &doc_cases_times(3), timeout, &out);
+    let stalls = STALLS_BEFORE_GIVING_UP as usize;
+    let own_hang = "backend process: no reply within 0.5 s (hung?); it was killed by the harness";
+    for (i, r) in run.results.iter().enumerate() {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        if i < stalls - 1 {
+            assert!(
+                r.details.contains(&format!("while compiling: {own_hang}")),
+                "{i}: {}",
+                r.details
+            );
+        } else {
+            assert!(
+                r.details.contains(&format!(
+                    "while compiling: backend process: given up after 3 hangs or failed starts \
+                     in a row; every later case fails at once without it. The last: {own_hang}"
+                )),
+                "{i}: {}",
+                r.details
+            );
+            assert!(
+                r.details.contains("| hanging after hello, on purpose"),
+                "{}",
+                r.details
+            );
+        }
+        // Past the third, no case waits for a reply.
+        if i >= stalls {
+            assert!(r.duration < timeout / 2, "{i}: {:?}", r.duration);
+        }
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 24 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_again_is_given_up_after_three_failed_starts() {
+    let Some(out) =
+        in_limited_copy("a_server_that_cannot_start_again_is_given_up_after_three_failed_starts")
+    else {
+        return;
+    };
+    let run = hostile_run("starts-once", &doc_cases(), Duration::from_secs(10), &out);
+    let details: Vec<&str> = run.results.iter().map(|r| r.details.as_str()).collect();
+    assert!(
+        details[0].contains("exited with status 3"),
+        "{}",
+        details[0]
+    );
+    let failed_start = "backend process: during hello: the backend process closed its output; \
+                        it exited with status 1";
+    for d in &details[1..3] {
+        assert!(d.contains(failed_start), "{d}");
+        assert!(!d.contains("given up"), "{d}");
+    }
+    for d in &details[3..] {
+        assert!(
+            d.contains(&format!(
+                "given up after 3 hangs or failed starts in a row; every later case fails at \
+                 once without it. The last: {failed_start}"
+            )),
+            "{d}"
+        );
+        assert!(d.contains("| refusing to start again, on purpose"), "{d}");
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_setsid_double_fork_leaves_no_process_behind() {
+    let Some(out) = in_limited_copy("a_setsid_double_fork_leaves_no_process_behind") else {
+        return;
+    };
+    // hostile_run checks the process table: no server, escapee or lingering copy is left,
+    // zombies included.
+    let run = hostile_run("escape-setsid", &doc_cases(), Duration::from_secs(10), &out);
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(
+            r.details
+                .contains("closed its output; it exited with status 3"),
+            "{}",
+            r.details
+        );
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 8 failed, 0 skipped"
+    );
+}
+
+/// An in-process backend whose every compile fails with 15 MiB of text.
+struct Verbose;
+
+impl Backend for Verbose {
+    fn name(&self) -> String {
+        "verbose".to_string()
+    }
+
+    fn feature_level(&self) -> dmlcts_tensor::FeatureLevel {
+        dmlcts_tensor::FeatureLevel::L4_1
+    }
+
+    fn compile(&self, _: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        Err(CompileError::Failed("v".repeat(15 << 20)))
+    }
+}
+
+#[test]
+fn an_in_process_backend_s_15_mib_messages_are_cut_where_results_keep_them() {
+    let Some(out) =
+        in_limited_copy("an_in_process_backend_s_15_mib_messages_are_cut_where_results_keep_them")
+    else {
+        return;
+    };
+    let cases = doc_cases_times(10);
+    let results = run_cases(&Verbose, &cases, &RunOptions::default(), |_, _, _| {});
+    report("verbose", &results, &out);
+    let kept = dmlcts_harness::run::MAX_BACKEND_TEXT_BYTES;
+    for r in &results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert!(
+            r.details.contains(&format!(
+                "  while compiling: {} {}",
+                "v".repeat(kept),
+                cut_note(15 << 20, kept)
+            )),
+            "{}",
+            &r.details[..200]
+        );
+        assert!(r.details.len() < kept + 1024, "{}", r.details.len());
+    }
+    assert_eq!(
+        Summary::of(&results).line(),
+        "0 passed, 80 failed, 0 skipped"
+    );
+}
+
+/// Set in the harness that the parent-death test kills: the pids file of its server.
+const VICTIM_PIDS: &str = "DMLCTS_VICTIM_PIDS";
+
+#[test]
+fn a_harness_killed_by_sigkill_takes_its_server_with_it() {
+    let name = "a_harness_killed_by_sigkill_takes_its_server_with_it";
+    if let Some(pids_file) = std::env::var_os(VICTIM_PIDS) {
+        // The harness to be killed: a server that, after its hello, never reads again (so it
+        // would not notice its stdin closing), then wait to be killed.
+        let command = format!(
+            "{} hang-after-hello {}",
+            env!("CARGO_BIN_EXE_dmlcts-broken-server"),
+            Path::new(&pids_file).display()
+        );
+        let backend = ProcessBackend::start(ProcessOptions::new(&command)).expect("a server");
+        assert_eq!(backend.hello_error(), None);
+        println!("ready");
+        std::thread::sleep(Duration::from_secs(120));
+        return;
+    }
+    let pids_file = std::env::temp_dir().join(format!("dmlcts-victim-{}.pids", std::process::id()));
+    let _ = std::fs::remove_file(&pids_file);
+    let mut harness = Command::new(std::env::current_exe().expect("this test binary"))
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(VICTIM_PIDS, &pids_file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the harness starts");
+    let mut stdout = std::io::BufReader::new(harness.stdout.take().expect("piped"));
+    let mut line = String::new();
+    while !line.trim_end().ends_with("ready") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).expect("its output");
+        assert!(n > 0, "the harness ended before its server was ready");
+    }
+    let server: u32 = std::fs::read_to_string(&pids_file)
+        .expect("the server recorded its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(alive(server), "the server runs");
+    harness.kill().expect("SIGKILL");
+    let _ = harness.wait();
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(server) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&pids_file);
+    assert!(!alive(server), "server {server} outlived its harness");
+}
+
+/// Whether a process is running (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
