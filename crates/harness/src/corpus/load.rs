@@ -17,6 +17,8 @@ mod embedded {
 pub struct Corpus {
     pub cases: Vec<Case>,
     pub errors: Vec<LoadError>,
+    /// The digests of the files' bytes that were loaded (the reports name the corpus by it).
+    pub digest: super::digest::CorpusDigest,
 }
 
 impl Corpus {
@@ -92,6 +94,7 @@ impl Corpus {
 
     /// Parses one file's text; `file` is the name used in messages.
     pub fn add_text(&mut self, file: &str, text: &str) {
+        self.digest.add(text.as_bytes());
         let file_error = |line: Option<usize>, message: String| LoadError {
             file: file.to_string(),
             line,

@@ -1,13 +1,15 @@
-//! What a run reports: the summary counts, the JSON and JUnit XML reports, the results matrix
-//! (a row per case, a column per backend) and its page, and the findings record
-//! (docs/findings/).
+//! What a run reports: the summary counts, the JSON and JUnit XML reports, which suite and
+//! corpus made them (`suite`), the results matrix (a row per case, a column per backend) and
+//! its page, and the findings record (docs/findings/).
 
 pub mod findings;
 mod json;
 mod junit;
 pub mod matrix;
+mod suite;
 mod summary;
 
-pub use json::{RunInfo, json_report};
+pub use json::{RunInfo, json_report, result_json};
 pub use junit::junit_report;
+pub use suite::Suite;
 pub use summary::Summary;
