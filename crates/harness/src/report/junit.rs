@@ -133,3 +133,85 @@ fn body(r: &CaseResult) -> String {
     }
     body
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Replay;
+    use std::time::Duration;
+
+    fn result(id: &str, name: &str, status: Status) -> CaseResult {
+        CaseResult {
+            id: id.to_string(),
+            name: name.to_string(),
+            file: "cases/x.yaml".to_string(),
+            line: 3,
+            status,
+            reason: "the backend failed\u{fffe}".to_string(),
+            details: "  while compiling, the backend said:\n    | E\u{ffff}\u{1b}[2K\n".to_string(),
+            replay: Some(Replay::new(["dmlcts", "conformance", "--filter", name])),
+            descriptor: Some("{split: {axis: 0}}".to_string()),
+            notes: Vec::new(),
+            duration: Duration::ZERO,
+            feature_level: None,
+            run_level: None,
+        }
+    }
+
+    #[test]
+    fn non_characters_in_a_device_a_message_and_a_name_leave_only_xml_1_0_characters() {
+        let info = RunInfo {
+            backend: "b\u{fffe}".to_string(),
+            device: "device \u{fffe}\u{1b}]0;x\u{7}".to_string(),
+            ..RunInfo::default()
+        };
+        let xml = junit_report(
+            &info,
+            &[result("cases/x.yaml:3", "n\u{fffe}", Status::Failed)],
+        );
+        assert!(
+            xml.chars().all(|c| matches!(
+                c as u32,
+                0x9 | 0xa | 0xd | 0x20..=0xd7ff | 0xe000..=0xfffd | 0x10000..
+            )),
+            "{xml:?}"
+        );
+        assert!(xml.contains("name=\"n\\u{fffe}\""), "{xml}");
+        assert!(
+            xml.contains("<property name=\"device\" value=\"device \\u{fffe}\\u{1b}]0;x\\u{7}\"/>"),
+            "{xml}"
+        );
+        assert!(xml.contains("    | E\\u{ffff}\\u{1b}[2K\n"), "{xml}");
+        assert!(
+            xml.contains("<property name=\"replay\" value=\"dmlcts conformance --filter &apos;n\\u{fffe}&apos;\"/>"),
+            "{xml}"
+        );
+    }
+
+    #[test]
+    fn two_results_sharing_a_name_are_two_test_cases_named_apart_by_their_ids() {
+        let xml = junit_report(
+            &RunInfo::default(),
+            &[
+                result("cases/a.yaml:3", "dup", Status::Passed),
+                result("load-error:cases/b.yaml:3", "dup", Status::Failed),
+                result("cases/c.yaml:3", "other", Status::Passed),
+            ],
+        );
+        assert!(
+            xml.contains("name=\"dup [cases/a.yaml:3]\" id=\"cases/a.yaml:3\""),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(
+                "name=\"dup [load-error:cases/b.yaml:3]\" id=\"load-error:cases/b.yaml:3\""
+            ),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("name=\"other\" id=\"cases/c.yaml:3\""),
+            "{xml}"
+        );
+        assert!(xml.contains("tests=\"3\" failures=\"1\""), "{xml}");
+    }
+}
