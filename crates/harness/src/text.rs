@@ -165,7 +165,7 @@ pub struct Line<'a>(pub &'a str);
 
 impl fmt::Display for Line<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&line(self.0))
+        f.pad(&line(self.0))
     }
 }
 
@@ -174,7 +174,7 @@ pub struct Block<'a>(pub &'a str);
 
 impl fmt::Display for Block<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&block(self.0))
+        f.pad(&block(self.0))
     }
 }
 

@@ -137,11 +137,14 @@ fn trials_and_skip_check(
         let result = load_error_result(error);
         let report = result.failure_report();
         trials.push(Trial::test(
-            format!("load_error::{}", result.name),
+            format!("load_error::{}", crate::text::line(&result.name)),
             move || Err(Failed::from(report)),
         ));
     }
-    for case in corpus.cases {
+    for mut case in corpus.cases {
+        // libtest prints a test's name as it is: a case file's control characters escaped
+        // (the same name in the replay command, so that `--exact` finds it).
+        case.name = crate::text::line(&case.name).into_owned();
         let (backend, mut options) = devices.for_case(&case);
         options.replay = Some(recipe.clone());
         let kind = case.op.kind().name();
