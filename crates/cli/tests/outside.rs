@@ -504,6 +504,32 @@ fn hostile_backend_text() -> Result<(), String> {
         stdout.lines().last() == Some("0 passed, 2 failed, 0 skipped"),
         || stdout.clone(),
     )?;
+    // The matrix: each failing cell's replay is the harness's, never the backend's line.
+    let matrix = outside.dmlcts(
+        &[
+            "matrix",
+            "--backend",
+            &backend,
+            "--filter",
+            "doc.slice1",
+            "--no-expectations",
+            "--out",
+            "m",
+        ],
+        &env,
+    );
+    check(matrix.status.code() == Some(1), || text(&matrix.stdout))?;
+    let page: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(outside.work().join("m/matrix.json")).unwrap(),
+    )
+    .unwrap();
+    for row in page["rows"].as_array().unwrap() {
+        let replay = row["cells"][0]["replay"].as_str().unwrap_or_default();
+        check(
+            replay.starts_with("DMLCTS_PLANTED=hostile dmlcts conformance --backend "),
+            || format!("a matrix cell's replay: {replay:?}"),
+        )?;
+    }
     // The device text, the messages: a JUnit file that is XML 1.0 all the same.
     let junit = std::fs::read_to_string(outside.work().join("report.xml")).unwrap();
     check(xml_1_0_chars(&junit), || format!("{junit:?}"))?;
