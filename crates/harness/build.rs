@@ -4,6 +4,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+#[path = "src/corpus/sha256.rs"]
+#[allow(dead_code)]
+mod sha256;
+
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -43,6 +47,17 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("embedded_cases.rs");
-    std::fs::write(out, code).unwrap();
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(out_dir.join("embedded_cases.rs"), code).unwrap();
+    // The corpus digest of the embedded files (`dmlcts --version` names it without loading).
+    let digests: Vec<[u8; 32]> = files
+        .iter()
+        .map(|file| sha256::sha256(&std::fs::read(file).unwrap()))
+        .collect();
+    let digest = format!(
+        "pub const EMBEDDED_DIGEST: &str = \"sha256:{}\";\npub const EMBEDDED_FILES: usize = {};\n",
+        sha256::corpus_digest(&digests),
+        files.len()
+    );
+    std::fs::write(out_dir.join("embedded_digest.rs"), digest).unwrap();
 }

@@ -14,7 +14,7 @@ use std::process::ExitCode;
     name = "cargo xtask",
     bin_name = "cargo xtask",
     version,
-    about = "The dmlcts project's automation (conformance, fuzz and backends are the dmlcts command's own)"
+    about = "The dmlcts project's automation (conformance, fuzz, matrix, show and backends are the dmlcts command's own)"
 )]
 struct Xtask {
     #[command(subcommand)]

@@ -169,11 +169,9 @@ struct NamedBackend {
     startup_timeout_seconds: Option<Seconds>,
 }
 
-/// The longest timeout a backends file may give: a day. Past it, or not a positive finite
-/// number, the file does not load (its line and field named).
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
-
-/// A timeout from a backends file: finite, more than zero and at most `MAX_TIMEOUT_SECONDS`.
+/// A timeout from a backends file: the same bounds as the timeout flags
+/// (`crate::checked_seconds`: finite, from 1 ms to 7 days). Past them the file does not load
+/// (its line and field named).
 #[derive(Clone, Copy, Debug)]
 struct Seconds(Duration);
 
@@ -186,24 +184,21 @@ impl<'de> Deserialize<'de> for Seconds {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 write!(
                     f,
-                    "a number of seconds more than 0 and at most {MAX_TIMEOUT_SECONDS}"
+                    "a number of seconds from {} to {}",
+                    crate::MIN_SECONDS,
+                    crate::MAX_SECONDS
                 )
             }
             fn visit_f64<E: serde::de::Error>(self, seconds: f64) -> Result<Seconds, E> {
-                if seconds.is_finite() && seconds > 0.0 && seconds <= MAX_TIMEOUT_SECONDS {
-                    Ok(Seconds(Duration::from_secs_f64(seconds)))
-                } else {
+                crate::checked_seconds(seconds).map(Seconds).map_err(|e| {
                     // 1e300 as itself, not as 301 digits.
                     let shown = if seconds.abs() < 1e15 {
                         format!("{seconds}")
                     } else {
                         format!("{seconds:e}")
                     };
-                    Err(E::custom(format!(
-                        "{shown} is not a number of seconds more than 0 and at most \
-                         {MAX_TIMEOUT_SECONDS}"
-                    )))
-                }
+                    E::custom(format!("{shown} {e}"))
+                })
             }
             fn visit_i64<E: serde::de::Error>(self, seconds: i64) -> Result<Seconds, E> {
                 self.visit_f64(seconds as f64)

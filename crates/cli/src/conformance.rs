@@ -1,15 +1,24 @@
-//! `conformance`: options, progress, summary and reports around the harness's runner.
+//! `conformance`: options, the run's header, progress and failures, and its end (closing
+//! lines, reports, exit status) around the harness's runner.
 
 use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
+use crate::closing::{
+    is_stdout, print_failed_list, print_informational, print_levels, print_skip_reasons,
+    summary_line, write_reports,
+};
+use crate::out::{ColorChoice, Paint, count, paint};
+use crate::progress::Progress;
 use crate::{Host, parse_feature_level, parse_seconds};
 use clap::Args;
 use dmlcts_harness::expectations::Expectations;
-use dmlcts_harness::load_error_result;
-use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
-use dmlcts_harness::{Case, CaseResult, Corpus, Devices, SkipCheck, Status, run_case, shell_word};
+use dmlcts_harness::report::{RunInfo, Summary};
+use dmlcts_harness::run::replay::dmlcts_env;
+use dmlcts_harness::text::{Block, Line};
+use dmlcts_harness::{
+    Case, CaseResult, Corpus, Devices, ReplayRecipe, ResultIds, SkipCheck, Status, case_id,
+    load_error_results, run_case,
+};
 use dmlcts_tensor::{FeatureLevel, ValidationProfile};
-use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -37,6 +46,26 @@ pub struct BackendOptions {
     pub adapter: Option<String>,
 }
 
+impl BackendOptions {
+    /// The words of the options given that shape a run, for replay commands.
+    pub fn replay_words(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        if let Some(config) = &self.backend_config {
+            words.extend(["--backend-config".to_string(), config.display().to_string()]);
+        }
+        if let Some(timeout) = self.process_timeout {
+            words.extend([
+                "--process-timeout".to_string(),
+                timeout.as_secs_f64().to_string(),
+            ]);
+        }
+        if let Some(adapter) = &self.adapter {
+            words.extend(["--adapter".to_string(), adapter.clone()]);
+        }
+        words
+    }
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct ConformanceArgs {
     #[command(flatten)]
@@ -44,7 +73,8 @@ pub struct ConformanceArgs {
     /// Case file or folder; repeatable [default: the corpus, embedded]
     #[arg(long = "cases", value_name = "PATH")]
     pub cases: Vec<PathBuf>,
-    /// Run the cases whose name contains TEXT; repeatable
+    /// Run the cases whose name contains TEXT; repeatable; one that selects nothing is an
+    /// error (exit status 2)
     #[arg(long = "filter", value_name = "TEXT")]
     pub filters: Vec<String>,
     /// --filter must equal the case name
@@ -61,30 +91,92 @@ pub struct ConformanceArgs {
     /// Known failures (YAML); an unexpected pass fails the run
     #[arg(long, value_name = "FILE")]
     pub expectations: Option<PathBuf>,
-    /// Write a JSON report
+    /// Write a JSON report; `-`: to stdout, alone (the human text goes to stderr)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Write a JUnit XML report
+    /// Write a JUnit XML report; `-`: to stdout, alone (the human text goes to stderr)
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// List the selected cases and exit
+    /// List the selected cases, and how many, and exit
     #[arg(long)]
     pub list: bool,
-    /// Print every case, with notes
+    /// Print every case with the level it ran at, and its notes
     #[arg(long, short)]
     pub verbose: bool,
+    /// Colour the text: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 }
 
 impl ConformanceArgs {
     fn selects(&self, case: &Case) -> bool {
-        self.filters.is_empty()
-            || self.filters.iter().any(|f| {
-                if self.exact {
-                    case.name == *f
-                } else {
-                    case.name.contains(f.as_str())
-                }
-            })
+        selects(&self.filters, self.exact, case)
+    }
+
+    /// The recipe of this run's replay commands: `program` (`dmlcts`, `cargo xtask`), the
+    /// backend as `--backend` named it, every option that shaped the run, `--cases` only for
+    /// files the user gave, and the `DMLCTS_*` settings.
+    pub fn replay_recipe(&self, program: &str) -> ReplayRecipe {
+        let mut options = self.backend.replay_words();
+        if let Some(level) = self.feature_level {
+            options.extend(["--feature-level".to_string(), level.to_string()]);
+        }
+        if self.strict_level {
+            options.push("--strict-level".to_string());
+        }
+        if let Some(file) = &self.expectations {
+            options.extend(["--expectations".to_string(), file.display().to_string()]);
+        }
+        ReplayRecipe::Conformance {
+            program: program.split_whitespace().map(str::to_string).collect(),
+            backend: self.backend.backend.clone(),
+            options,
+            cases_from_files: !self.cases.is_empty(),
+            env: dmlcts_env(),
+        }
+    }
+}
+
+/// Whether `--filter` (each a substring, or with `--exact` the whole name) selects `case`.
+pub fn selects(filters: &[String], exact: bool, case: &Case) -> bool {
+    filters.is_empty()
+        || filters.iter().any(|f| {
+            if exact {
+                case.name == *f
+            } else {
+                case.name.contains(f.as_str())
+            }
+        })
+}
+
+/// The error for a selection of no case (exit status 2): what was looked for, and where.
+pub fn nothing_selected(filters: &[String], exact: bool, loaded: usize, from: &str) -> String {
+    let looked_for = if filters.is_empty() {
+        "no case to run".to_string()
+    } else {
+        let filters: Vec<String> = filters.iter().map(|f| format!("`{}`", Line(f))).collect();
+        format!(
+            "no case name {} {}",
+            if exact { "equals" } else { "contains" },
+            filters.join(" or ")
+        )
+    };
+    format!(
+        "{looked_for} among the {} of {from}",
+        count(loaded, "case", "cases")
+    )
+}
+
+/// The corpus `--cases` names, or the embedded one; and where it came from, in words.
+pub fn load_corpus(paths: &[PathBuf]) -> (Corpus, String) {
+    if paths.is_empty() {
+        (Corpus::embedded(), "the embedded corpus".to_string())
+    } else {
+        let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        (
+            Corpus::load_paths(paths),
+            format!("--cases {}", Line(&named.join(", "))),
+        )
     }
 }
 
@@ -94,19 +186,38 @@ pub fn conformance_main(args: &ConformanceArgs, host: &Host) -> i32 {
 }
 
 /// The conformance command with a backend made by `resolve` (tests pass their own).
-/// `host_program` starts the replay commands (`cargo xtask`, `dmlcts`).
+/// `host_program` starts the replay commands (`cargo xtask`, `dmlcts`). Exit status: 0
+/// when nothing failed, 1 when a case (or the run's own check) failed, 2 when the run could
+/// not be made (a filter selecting nothing, a backend that cannot start, a file that cannot
+/// be read or written).
 pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Resolver<'_>) -> i32 {
-    let corpus = if args.cases.is_empty() {
-        Corpus::embedded()
-    } else {
-        Corpus::load_paths(&args.cases)
-    };
+    if let (Some(json), Some(junit)) = (&args.json, &args.junit)
+        && is_stdout(json)
+        && is_stdout(junit)
+    {
+        crate::say_err!("error: --json - and --junit - cannot both have stdout");
+        return 2;
+    }
+    if args.json.as_deref().is_some_and(is_stdout) || args.junit.as_deref().is_some_and(is_stdout) {
+        crate::out::human_text_to_stderr();
+    }
+    crate::out::set_color(args.color);
+    let (corpus, from) = load_corpus(&args.cases);
     crate::preflight::print_skipped(&corpus);
+    let loaded = corpus.cases.len();
+    let suite = crate::suite::suite(&corpus.digest);
     let cases: Vec<Case> = corpus
         .cases
         .into_iter()
         .filter(|c| args.selects(c))
         .collect();
+    if cases.is_empty() && (!args.filters.is_empty() || corpus.errors.is_empty()) {
+        crate::say_err!(
+            "error: {}",
+            nothing_selected(&args.filters, args.exact, loaded, &from)
+        );
+        return 2;
+    }
     if args.list {
         return list_cases(&cases, &corpus.errors);
     }
@@ -118,6 +229,16 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         Ok(resolved) => resolved,
         Err(status) => return status,
     };
+    if let Some(reason) = &resolved.not_ready {
+        // One error, not a failure per case: nothing can run on a backend that did not start.
+        crate::say_err!(
+            "{} --backend {}: the backend cannot start: {}",
+            paint(Paint::Red, "error:"),
+            Line(&backend_name),
+            Block(reason)
+        );
+        return 2;
+    }
     let expectations = match load_expectations(args) {
         Ok(expectations) => expectations,
         Err(status) => return status,
@@ -128,34 +249,34 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         args.strict_level,
         expectations.as_ref(),
     );
+    run.info.suite = suite;
     print_header(&run, cases.len());
 
-    let mut results: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
+    let mut results = load_error_results(&corpus.errors);
     for result in &results {
-        crate::say!("{}", result.failure_report());
+        crate::say!("{}", failure_text(result));
     }
-    let skip_check = run_cases(
-        &mut run,
-        &cases,
-        args.verbose,
-        host_program,
-        &backend_name,
-        &mut results,
-    );
+    let recipe = args.replay_recipe(host_program);
+    let skip_check = run_cases(&mut run, &cases, args.verbose, &recipe, &mut results);
     let mut info = run.info;
     info.startup += resolve_time;
 
     if let Some(expectations) = &expectations {
-        report_expectations(
-            args,
-            expectations,
-            &info,
-            host_program,
-            &backend_name,
-            &mut results,
-        );
+        let stale = apply_expectations(expectations, &info, &recipe, &mut results);
+        for result in results.iter().filter(|r| r.reason == "unexpected pass") {
+            crate::say!("{}", failure_text(result));
+        }
+        for case in stale {
+            crate::say!(
+                "note: the expectations file names `{}`, which did not run",
+                Line(&case)
+            );
+        }
     }
-    summarize(args, &info, &results, cases.len(), &skip_check)
+    if let Some(failure) = skip_check.failure(&info.backend) {
+        results.push(skipped_everything(&info.backend, &failure));
+    }
+    summarize(args, &info, &results, cases.len())
 }
 
 /// Before the backend starts: the `--json` and `--junit` files can be written (exit status 2
@@ -167,21 +288,51 @@ fn check_before_run(args: &ConformanceArgs) -> Result<(), i32> {
     ])
 }
 
-/// `--list`: the selected cases, then the corpus's load errors (exit status 1 if any).
+/// The result that fails a run in which an available backend skipped every case it could
+/// run: counted as a failure in the summary, the JSON and the JUnit report.
+pub fn skipped_everything(backend: &str, failure: &str) -> CaseResult {
+    CaseResult::run_failure(
+        "skipped-everything",
+        &format!("run: backend {backend} tested nothing"),
+        "the backend skipped every case it could run",
+        &format!("  {failure}\n"),
+    )
+}
+
+/// A failure as printed: its report, `FAIL` coloured.
+pub fn failure_text(result: &CaseResult) -> String {
+    let report = result.failure_report();
+    let report = report.trim_end();
+    match report.strip_prefix("FAIL ") {
+        Some(rest) => format!("{} {rest}\n", paint(Paint::Red, "FAIL")),
+        None => format!("{report}\n"),
+    }
+}
+
+/// `--list`: the selected cases, how many, then the corpus's load errors (exit status 1 if
+/// any).
 fn list_cases(cases: &[Case], errors: &[impl std::fmt::Display]) -> i32 {
     for case in cases {
         crate::say!(
             "{}  ({}:{}, {}, level {})",
-            case.name,
-            case.file,
+            Line(&case.name),
+            Line(&case.file),
             case.line,
             case.op.kind(),
             case.feature_level
         );
     }
     for error in errors {
-        crate::say!("error: {error}");
+        crate::say!("error: {}", Line(&error.to_string()));
     }
+    let mut total = count(cases.len(), "case", "cases");
+    if !errors.is_empty() {
+        total.push_str(&format!(
+            ", {}",
+            count(errors.len(), "load error", "load errors")
+        ));
+    }
+    crate::say!("{total}");
     if errors.is_empty() { 0 } else { 1 }
 }
 
@@ -202,7 +353,12 @@ fn resolve_backend(
     let resolved = match resolve(&request) {
         Ok(resolved) => resolved,
         Err(e) => {
-            crate::say_err!("error: --backend {backend_name}: {e}");
+            crate::say_err!(
+                "{} --backend {}: {}",
+                paint(Paint::Red, "error:"),
+                Line(&backend_name),
+                Block(&e)
+            );
             return Err(2);
         }
     };
@@ -216,7 +372,7 @@ fn load_expectations(args: &ConformanceArgs) -> Result<Option<Expectations>, i32
         Some(path) => match Expectations::load(path) {
             Ok(e) => Some(e),
             Err(e) => {
-                crate::say_err!("error: --expectations: {e}");
+                crate::say_err!("error: --expectations: {}", Block(&e.to_string()));
                 return Err(2);
             }
         },
@@ -225,51 +381,47 @@ fn load_expectations(args: &ConformanceArgs) -> Result<Option<Expectations>, i32
     Ok(expectations)
 }
 
-/// The first line: the backend, its device, how levels are chosen, its profile, the cases.
+/// The first lines: the backend, its device, how levels are chosen, its profile, the cases;
+/// then the suite, its commit and the corpus.
 fn print_header(run: &PreparedRun, cases: usize) {
     let info = &run.info;
     crate::say!(
-        "dmlcts conformance: backend {} ({}), {}{}, {} cases",
-        info.backend,
+        "dmlcts conformance: backend {} ({}), {}{}, {}",
+        Line(&info.backend),
         if info.device.is_empty() {
-            "no device description"
+            "no device description".to_string()
         } else {
-            &info.device
+            Line(&info.device).to_string()
         },
         run.level_text,
         run.profile_text(),
-        cases
+        count(cases, "case", "cases")
     );
+    crate::say!("suite: {}, {}", info.suite.name(), info.suite.corpus());
 }
 
 /// Runs the cases under a progress line, printing each failure as it comes (with `verbose`,
-/// every case); their results go after those already in `results`.
+/// every case, with the level it ran at); their results go after those already in `results`.
 fn run_cases(
     run: &mut PreparedRun,
     cases: &[Case],
     verbose: bool,
-    host_program: &str,
-    backend_name: &str,
+    recipe: &ReplayRecipe,
     results: &mut Vec<CaseResult>,
 ) -> SkipCheck {
     let mut progress = Progress::new(cases.len());
-    let skip_check = run.run(cases, host_program, backend_name, &mut |result| {
+    let skip_check = run.run(cases, recipe, &mut |result| {
         if result.status == Status::Failed {
             progress.clear();
-            crate::say!("{}", result.failure_report());
+            crate::say!("{}", failure_text(result));
         } else if verbose {
             progress.clear();
-            crate::say!(
-                "{} {}  {}",
-                result.status.name(),
-                result.name,
-                result.reason
-            );
+            crate::say!("{}", verbose_line(result));
             if result.status == Status::Informational {
-                crate::say!("{}", result.details.trim_end());
+                crate::say!("{}", Block(result.details.trim_end()));
             }
             for note in &result.notes {
-                crate::say!("    note: {note}");
+                crate::say!("    note: {}", Line(note));
             }
         }
         progress.update(result);
@@ -279,97 +431,52 @@ fn run_cases(
     skip_check
 }
 
-/// Applies the `--expectations` file to the results and prints what it turned up: the
-/// unexpected passes, and the entries naming a case that did not run.
-fn report_expectations(
-    args: &ConformanceArgs,
-    expectations: &Expectations,
-    info: &RunInfo,
-    host_program: &str,
-    backend_name: &str,
-    results: &mut [CaseResult],
-) {
-    let file = args
-        .expectations
-        .as_deref()
-        .unwrap_or(std::path::Path::new(""));
-    let stale = apply_expectations(
-        expectations,
-        file,
-        info,
-        host_program,
-        backend_name,
-        results,
-    );
-    for result in results.iter().filter(|r| r.reason == "unexpected pass") {
-        crate::say!("{}", result.failure_report());
+/// `--verbose`: `passed NAME (at 4_1)`, and `: REASON` where there is one.
+pub fn verbose_line(result: &CaseResult) -> String {
+    let mut line = format!("{} {}", result.status.name(), Line(&result.name));
+    if let Some(level) = result.run_level {
+        line.push_str(&format!(" (at {level})"));
     }
-    for case in stale {
-        crate::say!("note: the expectations file names `{case}`, which did not run");
+    if !result.reason.is_empty() {
+        line.push_str(&format!(": {}", Line(&result.reason)));
     }
+    line
 }
 
 /// The closing lines (skips and informational results by reason, expected failures, with
-/// `--verbose` each level, the times), the reports and the summary line. Returns the exit
-/// status: 1 when a case failed or everything was skipped, 2 when a report was not written.
-fn summarize(
-    args: &ConformanceArgs,
-    info: &RunInfo,
-    results: &[CaseResult],
-    cases: usize,
-    skip_check: &SkipCheck,
-) -> i32 {
+/// `--verbose` each level, the times, the failed cases), the reports and the summary line.
+/// Returns the exit status: 1 when a case or the run's own check failed, 2 when a report was
+/// not written.
+fn summarize(args: &ConformanceArgs, info: &RunInfo, results: &[CaseResult], cases: usize) -> i32 {
     print_skip_reasons(results);
     print_informational(results);
     let summary = Summary::of(results);
     if summary.expected_failures > 0 {
         crate::say!(
-            "{} expected failures (listed in the expectations file)",
-            summary.expected_failures
+            "{} (listed in the expectations file)",
+            count(
+                summary.expected_failures,
+                "expected failure",
+                "expected failures"
+            )
         );
     }
     if args.verbose {
         print_levels(results);
     }
     crate::say!(
-        "backend start-up {:.3} s; {} cases ran in {:.3} s",
+        "backend start-up {:.3} s; {} in {:.3} s",
         info.startup.as_secs_f64(),
-        cases,
+        count(cases, "case ran", "cases ran"),
         info.cases_time.as_secs_f64()
     );
+    print_failed_list(results);
     let mut status = if summary.failed == 0 { 0 } else { 1 };
-    if let Some(failure) = skip_check.failure(&info.backend) {
-        crate::say!("error: {failure}");
-        status = 1;
-    }
-    if !write_reports(args, info, results) {
+    if !write_reports(args.json.as_ref(), args.junit.as_ref(), info, results) {
         status = 2;
     }
-    crate::say!("{}", summary.line());
+    crate::say!("{}", summary_line(&summary));
     status
-}
-
-/// `--json` and `--junit`; false when one could not be written (said on stderr).
-fn write_reports(args: &ConformanceArgs, info: &RunInfo, results: &[CaseResult]) -> bool {
-    let mut written = true;
-    for (path, text) in [
-        (
-            &args.json,
-            args.json.as_ref().map(|_| json_report(info, results)),
-        ),
-        (
-            &args.junit,
-            args.junit.as_ref().map(|_| junit_report(info, results)),
-        ),
-    ] {
-        if let (Some(path), Some(text)) = (path, text)
-            && let Err(e) = write_report(path, &text)
-        {
-            crate::say_err!("error: cannot write {}: {e}", path.display());
-            written = false;
-        }
-    }
-    written
 }
 
 /// A resolved backend ready to run cases: its devices (one per level, or pinned) and what
@@ -455,23 +562,23 @@ impl PreparedRun {
     }
 
     /// Runs every case through `run_case` on its device, in order, handing each result to
-    /// `on_result`; fills in the start-up (making devices) and case times. Replay commands
-    /// start with `program` and name the backend as `backend_name` (what `--backend` said).
+    /// `on_result`; fills in the start-up (making devices) and case times. Failures' replay
+    /// commands come from `recipe`; results get ids unique in the run (`ResultIds`).
     pub fn run(
         &mut self,
         cases: &[Case],
-        program: &str,
-        backend_name: &str,
+        recipe: &ReplayRecipe,
         on_result: &mut dyn FnMut(&CaseResult),
     ) -> SkipCheck {
         let started = Instant::now();
         let mut skip_check = SkipCheck::default();
+        let mut ids = ResultIds::default();
         for case in cases {
             let (device, mut options) = self.devices.for_case(case);
-            options.program = Some(program.to_string());
-            options.backend_name = Some(backend_name.to_string());
+            options.replay = Some(recipe.clone());
             options.not_enforced = self.not_enforced.clone();
-            let result = run_case(device.as_ref(), case, &options);
+            let mut result = run_case(device.as_ref(), case, &options);
+            result.id = ids.unique(case_id(case));
             let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
             skip_check.record(device.as_ref(), case, &options, skipped);
             on_result(&result);
@@ -483,151 +590,30 @@ impl PreparedRun {
     }
 }
 
-/// Applies an expectations file (`file`, for the replay commands) to a run's results; an
-/// unexpected pass gets a replay command that passes the file again. Returns the entries for
-/// this backend naming no case that ran.
+/// Applies an expectations file to a run's results; an unexpected pass gets the run's replay
+/// command (`recipe`, which names the expectations file). Returns the entries for this
+/// backend naming no case that ran.
 pub fn apply_expectations(
     expectations: &Expectations,
-    file: &std::path::Path,
     info: &RunInfo,
-    program: &str,
-    backend_name: &str,
+    recipe: &ReplayRecipe,
     results: &mut [CaseResult],
 ) -> Vec<String> {
     let stale = expectations.apply(&info.backend, &info.device, results);
     for result in results.iter_mut() {
-        if result.reason == "unexpected pass" && !result.details.contains("  replay: ") {
-            result.details.push_str(&format!(
-                "  replay: {program} conformance --backend {} --cases {} --filter {} --exact \
-                 --expectations {}\n",
-                shell_word(backend_name),
-                shell_word(&result.file),
-                result.name,
-                shell_word(&file.display().to_string())
-            ));
+        if result.reason == "unexpected pass" && result.replay.is_none() {
+            result.replay = Some(recipe.for_case(&result.name, &result.file));
         }
     }
     stale
 }
 
-/// Written to a temporary file and renamed: a link or FIFO at the name is replaced.
-fn write_report(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
-}
-
-/// `--verbose`: the summary per case feature level.
-fn print_levels(results: &[CaseResult]) {
-    crate::say!("by the cases' feature level:");
-    for (level, summary) in Summary::by_level(results) {
-        let expected = if summary.expected_failures > 0 {
-            format!(", {} expected failures", summary.expected_failures)
-        } else {
-            String::new()
-        };
-        crate::say!("  {level}: {}{expected}", summary.line());
-    }
-}
-
-/// Must-reject cases accepted under the backend's validation profile, by rule.
-fn print_informational(results: &[CaseResult]) {
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in results.iter().filter(|r| r.status == Status::Informational) {
-        *reasons.entry(r.reason.as_str()).or_default() += 1;
-    }
-    if reasons.is_empty() {
-        return;
-    }
-    crate::say!("informational (rules the backend does not enforce; not failures):");
-    for (reason, count) in reasons {
-        crate::say!("  {count:5}  {reason}");
-    }
-}
-
-fn print_skip_reasons(results: &[CaseResult]) {
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-    for r in results.iter().filter(|r| r.status == Status::Skipped) {
-        *reasons.entry(r.reason.as_str()).or_default() += 1;
-    }
-    if reasons.is_empty() {
-        return;
-    }
-    let mut sorted: Vec<(&str, usize)> = reasons.into_iter().collect();
-    sorted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    crate::say!("skipped, by reason:");
-    for (reason, count) in sorted.iter().take(12) {
-        crate::say!("  {count:5}  {reason}");
-    }
-    if sorted.len() > 12 {
-        crate::say!("  ... and {} more reasons (see --json)", sorted.len() - 12);
-    }
-}
-
-/// A progress line on stderr: rewritten in place on a terminal, printed every few seconds
-/// otherwise (CI logs).
-struct Progress {
-    total: usize,
-    done: usize,
-    summary: Summary,
-    terminal: bool,
-    last: Instant,
-    shown: bool,
-}
-
-impl Progress {
-    fn new(total: usize) -> Progress {
-        Progress {
-            total,
-            done: 0,
-            summary: Summary::default(),
-            terminal: std::io::stderr().is_terminal(),
-            last: Instant::now(),
-            shown: false,
-        }
-    }
-
-    fn update(&mut self, result: &CaseResult) {
-        self.done += 1;
-        match result.status {
-            Status::Passed => self.summary.passed += 1,
-            Status::Failed => self.summary.failed += 1,
-            Status::Skipped => self.summary.skipped += 1,
-            Status::ExpectedFailure => self.summary.expected_failures += 1,
-            Status::Informational => self.summary.informational += 1,
-        }
-        let interval = if self.terminal {
-            Duration::from_millis(100)
-        } else {
-            Duration::from_secs(5)
-        };
-        if self.last.elapsed() >= interval || (self.done == self.total && self.terminal) {
-            self.last = Instant::now();
-            let line = format!("[{}/{}] {}", self.done, self.total, self.summary.line());
-            let mut err = std::io::stderr();
-            if self.terminal {
-                let _ = write!(err, "\r{line}\x1b[K");
-                self.shown = true;
-            } else {
-                let _ = writeln!(err, "{line}");
-            }
-            let _ = err.flush();
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.terminal && self.shown {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-            self.shown = false;
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     #[test]
-    fn an_unexpected_pass_gets_a_replay_command_that_passes_the_expectations_file_again() {
+    fn an_unexpected_pass_gets_the_run_s_replay_command_with_its_expectations_file() {
         let expectations: Expectations = serde_yaml::from_str(
             "expected_failures:\n  - backend: directml\n    case: doc.split.example1_axis2\n    reason: r\n",
         )
@@ -643,24 +629,93 @@ mod tests {
             backend: "directml".to_string(),
             ..RunInfo::default()
         };
-        let stale = apply_expectations(
-            &expectations,
-            Path::new("expectations/directml.yaml"),
-            &info,
-            "dmlcts",
+        let args = <Words as clap::Parser>::parse_from([
+            "conformance",
+            "--backend",
             "directml@1.9.0",
-            &mut results,
-        );
+            "--expectations",
+            "expectations/directml.yaml",
+            "--process-timeout",
+            "90",
+        ])
+        .args;
+        let mut recipe = args.replay_recipe("dmlcts");
+        if let ReplayRecipe::Conformance { env, .. } = &mut recipe {
+            env.clear();
+        }
+        let stale = apply_expectations(&expectations, &info, &recipe, &mut results);
         assert!(stale.is_empty());
         assert_eq!(results[0].status, Status::Failed);
         assert_eq!(results[0].reason, "unexpected pass");
-        assert!(
-            results[0].details.ends_with(
-                "  replay: dmlcts conformance --backend directml@1.9.0 --cases cases/doc/split.yaml \
-                 --filter doc.split.example1_axis2 --exact --expectations expectations/directml.yaml\n"
-            ),
-            "{}",
-            results[0].details
+        assert_eq!(
+            results[0].replay.as_ref().map(|r| r.render()).as_deref(),
+            Some(
+                "dmlcts conformance --backend directml@1.9.0 --process-timeout 90 \
+                 --expectations expectations/directml.yaml --filter doc.split.example1_axis2 --exact"
+            )
+        );
+    }
+
+    #[derive(clap::Parser)]
+    struct Words {
+        #[command(flatten)]
+        args: ConformanceArgs,
+    }
+
+    #[test]
+    fn the_replay_keeps_every_option_that_shaped_the_run_and_names_only_given_files() {
+        let args = <Words as clap::Parser>::parse_from([
+            "conformance",
+            "--backend",
+            "process:./my server",
+            "--backend-config",
+            "my backends.yaml",
+            "--process-timeout",
+            "2.5",
+            "--adapter",
+            "llvmpipe",
+            "--feature-level",
+            "3_0",
+            "--strict-level",
+            "--cases",
+            "mine",
+        ])
+        .args;
+        let ReplayRecipe::Conformance {
+            program,
+            options,
+            cases_from_files,
+            ..
+        } = args.replay_recipe("cargo xtask")
+        else {
+            panic!("a conformance recipe");
+        };
+        assert_eq!(program, ["cargo", "xtask"]);
+        assert_eq!(
+            options,
+            [
+                "--backend-config",
+                "my backends.yaml",
+                "--process-timeout",
+                "2.5",
+                "--adapter",
+                "llvmpipe",
+                "--feature-level",
+                "3_0",
+                "--strict-level"
+            ]
+        );
+        assert!(cases_from_files);
+    }
+
+    #[test]
+    fn verbose_lines_name_the_level_and_end_without_spaces() {
+        let case = Corpus::embedded().cases.remove(0);
+        let oracle = dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1);
+        let result = run_case(&oracle, &case, &Default::default());
+        assert_eq!(
+            verbose_line(&result),
+            format!("passed {} (at 4_1)", case.name)
         );
     }
 }

@@ -1,16 +1,21 @@
-//! The `dmlcts` command's library: the `conformance`, `fuzz`, `matrix` and `backends` subcommands
-//! (clap), the backend resolver (`--backend NAME`), and the conformance run's progress,
-//! summary and reports. The `dmlcts` binary and `cargo xtask` both call [`SuiteCommand::run`],
+//! The `dmlcts` command's library: the `conformance`, `fuzz`, `matrix`, `show` and `backends`
+//! subcommands (clap), the backend resolver (`--backend NAME`), the conformance run's
+//! progress (`progress`), closing lines and reports (`closing`), and which suite and corpus
+//! made them (`suite`). The `dmlcts` binary and `cargo xtask` both call [`SuiteCommand::run`],
 //! so every entry point parses, resolves and reports the same way; they differ only in their
 //! [`Host`] (where backends.yaml is, how DirectML is found, how a replay command starts).
 
 pub mod out;
 
 pub mod backends;
+mod closing;
 pub mod conformance;
 pub mod fuzz;
 pub mod matrix;
 pub mod preflight;
+mod progress;
+pub mod show;
+pub mod suite;
 
 use clap::Subcommand;
 use dmlcts_tensor::FeatureLevel;
@@ -54,6 +59,8 @@ pub enum SuiteCommand {
     /// The corpus on every backend available here, one column each: reports/matrix.json and
     /// reports/matrix.html
     Matrix(MatrixArgs),
+    /// A case in the corpus format: its descriptor, its inputs and the outputs it expects
+    Show(show::ShowArgs),
     /// Serve the CPU backend over the backend protocol on stdin/stdout (what `--backend
     /// cpu-process` runs)
     #[command(hide = true)]
@@ -68,6 +75,7 @@ impl SuiteCommand {
             SuiteCommand::Fuzz(args) => fuzz::fuzz_main(&args, host),
             SuiteCommand::Backends(args) => backends::backends_main(&args, host),
             SuiteCommand::Matrix(args) => matrix::matrix_main(&args, host),
+            SuiteCommand::Show(args) => show::show_main(&args),
             SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
         }
     }

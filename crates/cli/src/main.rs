@@ -1,7 +1,7 @@
 //! `dmlcts`: the conformance suite for DirectML's Split, Join and Slice1, installed. The
 //! corpus is compiled in; run it against your backend from any folder.
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use dmlcts_cli::backends::{find_directml_stack, found_directml_names, ready_directml_names};
 use dmlcts_cli::{Host, SuiteCommand};
 use std::path::PathBuf;
@@ -19,7 +19,13 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // The version names the commit and the embedded corpus's digest, known at build time.
+    let version: &'static str = Box::leak(dmlcts_cli::suite::version_text().into_boxed_str());
+    let matches = Cli::command().version(version).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let host = Host {
         program: "dmlcts",
         default_backends_file: PathBuf::from("backends.yaml"),

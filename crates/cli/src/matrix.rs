@@ -3,13 +3,19 @@
 //! `run_case`); writes the harness's matrix as JSON and as a static HTML page.
 
 use crate::backends::{BackendRequest, Resolved, Resolver, known, resolve};
-use crate::conformance::{apply_expectations, prepare};
+use crate::conformance::{
+    apply_expectations, failure_text, nothing_selected, prepare, selects, skipped_everything,
+};
+use crate::out::{ColorChoice, count};
 use crate::{Host, parse_feature_level};
 use clap::Args;
 use dmlcts_harness::expectations::Expectations;
-use dmlcts_harness::load_error_result;
 use dmlcts_harness::report::matrix::{Matrix, MatrixColumn};
-use dmlcts_harness::{Case, CaseResult, Corpus, Status, shell_word};
+use dmlcts_harness::run::replay::dmlcts_env;
+use dmlcts_harness::text::{Block, Line};
+use dmlcts_harness::{
+    Case, CaseResult, Corpus, ReplayRecipe, Status, load_error_results, shell_word,
+};
 use dmlcts_tensor::FeatureLevel;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,7 +39,8 @@ pub struct MatrixArgs {
     /// Case file or folder; repeatable [default: the corpus, embedded]
     #[arg(long = "cases", value_name = "PATH")]
     pub cases: Vec<PathBuf>,
-    /// Run the cases whose name contains TEXT; repeatable
+    /// Run the cases whose name contains TEXT; repeatable; one that selects nothing is an
+    /// error (exit status 2)
     #[arg(long = "filter", value_name = "TEXT")]
     pub filters: Vec<String>,
     /// Pin one level for every backend [default: each case at its own level]
@@ -53,6 +60,9 @@ pub struct MatrixArgs {
     /// Where matrix.json and matrix.html go
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
+    /// Colour the text: auto (on a terminal, unless NO_COLOR is set), always, never
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
 }
 
 /// A column to make: a `--backend` name, and whether the user named it (a named backend that
@@ -130,6 +140,7 @@ fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> 
 
 /// Runs the matrix command; returns the process exit status.
 pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
+    crate::out::set_color(args.color);
     let wanted = match check_before_run(args, host) {
         Ok(wanted) => wanted,
         Err(status) => return status,
@@ -170,6 +181,9 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         corpus,
         expectations_dir.as_deref(),
     );
+    if matrix.columns.is_empty() && status == 2 {
+        return status;
+    }
     for (file, text) in [
         ("matrix.json", matrix.to_json()),
         ("matrix.html", matrix.to_html()),
@@ -190,7 +204,8 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
 /// The matrix over `corpus` (filtered by `--filter`) with a column for each wanted backend,
 /// made by `resolve` (tests pass their own); `program` starts the replay commands. Returns
 /// the matrix and the exit status (1 when a cell or a column's own check failed, or a named
-/// backend, or with `--require-all` any, could not run).
+/// backend, or with `--require-all` any, could not run; 2, with no column, when `--filter`
+/// selects nothing). Each column's totals are what `conformance` says for that backend.
 pub fn matrix_with(
     args: &MatrixArgs,
     command: &str,
@@ -200,21 +215,36 @@ pub fn matrix_with(
     corpus: Corpus,
     expectations_dir: Option<&Path>,
 ) -> (Matrix, i32) {
+    let suite = crate::suite::suite(&corpus.digest);
+    let loaded = corpus.cases.len();
     let cases: Vec<Case> = (corpus.cases.into_iter())
-        .filter(|c| args.filters.is_empty() || args.filters.iter().any(|f| c.name.contains(f)))
+        .filter(|c| selects(&args.filters, false, c))
         .collect();
-    let load_errors: Vec<CaseResult> = corpus.errors.iter().map(load_error_result).collect();
+    if cases.is_empty() && (!args.filters.is_empty() || corpus.errors.is_empty()) {
+        let from = if args.cases.is_empty() {
+            "the embedded corpus".to_string()
+        } else {
+            "--cases".to_string()
+        };
+        crate::say_err!(
+            "error: {}",
+            nothing_selected(&args.filters, false, loaded, &from)
+        );
+        return (Matrix::default(), 2);
+    }
+    let load_errors: Vec<CaseResult> = load_error_results(&corpus.errors);
     crate::say!(
-        "dmlcts matrix: {} cases on {} backends: {}",
-        cases.len(),
-        wanted.len(),
+        "dmlcts matrix: {} on {}: {}",
+        count(cases.len(), "case", "cases"),
+        count(wanted.len(), "backend", "backends"),
         wanted
             .iter()
-            .map(|w| w.name.as_str())
+            .map(|w| Line(&w.name).to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let mut matrix = Matrix::new(command, &cases);
+    crate::say!("suite: {}, {}", suite.name(), suite.corpus());
+    let mut matrix = Matrix::new(command, suite, &load_errors, &cases);
     let columns = Columns {
         args,
         program,
@@ -235,9 +265,9 @@ pub fn matrix_with(
     for (i, column) in matrix.columns.iter().enumerate() {
         crate::say!(
             "  {:18} {}",
-            column.backend,
+            Line(&column.backend),
             match &column.unavailable {
-                Some(reason) => format!("not available: {reason}"),
+                Some(reason) => format!("not available: {}", Block(reason)),
                 None => matrix.totals(i).line(),
             }
         );
@@ -265,6 +295,43 @@ struct Ready {
 }
 
 impl Columns<'_> {
+    /// A column's replay commands: `conformance` with this backend and every option of the
+    /// matrix that shaped its run, its expectations file, `--cases` for files the user gave.
+    fn replay_recipe(
+        &self,
+        program: &str,
+        backend: &str,
+        expectations: Option<&Path>,
+    ) -> ReplayRecipe {
+        let args = self.args;
+        let mut options = Vec::new();
+        if let Some(config) = &args.backend_config {
+            options.extend(["--backend-config".to_string(), config.display().to_string()]);
+        }
+        if let Some(timeout) = args.process_timeout {
+            options.extend([
+                "--process-timeout".to_string(),
+                timeout.as_secs_f64().to_string(),
+            ]);
+        }
+        if let Some(adapter) = &args.adapter {
+            options.extend(["--adapter".to_string(), adapter.clone()]);
+        }
+        if let Some(level) = args.feature_level {
+            options.extend(["--feature-level".to_string(), level.to_string()]);
+        }
+        if let Some(file) = expectations {
+            options.extend(["--expectations".to_string(), shown_path(file)]);
+        }
+        ReplayRecipe::Conformance {
+            program: program.split_whitespace().map(str::to_string).collect(),
+            backend: backend.to_string(),
+            options,
+            cases_from_files: !args.cases.is_empty(),
+            env: dmlcts_env(),
+        }
+    }
+
     /// Adds `want`'s column: its backend's results, or why it is not available. Returns
     /// whether that fails the matrix (an expectations file that does not load; a named
     /// backend, or with `--require-all` any, that cannot run).
@@ -277,7 +344,11 @@ impl Columns<'_> {
             ..MatrixColumn::default()
         };
         let unavailable = |matrix: &mut Matrix, column: MatrixColumn, reason: String| {
-            crate::say!("{}: not available: {reason}", column.backend);
+            crate::say!(
+                "{}: not available: {}",
+                Line(&column.backend),
+                Block(&reason)
+            );
             matrix.add_unavailable(column, &reason);
         };
         if let Some(reason) = &want.unavailable {
@@ -350,35 +421,32 @@ impl Columns<'_> {
             expectations,
             expectations_file,
         } = ready;
-        crate::say!("{}: running ({})", want.name, column.device);
+        crate::say!("{}: running ({})", Line(&want.name), Line(&column.device));
         let mut run = prepare(
             resolved,
             self.args.feature_level,
             false,
             expectations.as_ref(),
         );
+        let recipe = self.replay_recipe(program, &want.name, expectations_file.as_deref());
         let mut results = self.load_errors.clone();
-        let skip_check = run.run(&self.cases, program, &want.name, &mut |result| {
+        let skip_check = run.run(&self.cases, &recipe, &mut |result| {
             results.push(result.clone())
         });
         let mut info = run.info;
         info.startup += resolve_time;
         if let (Some(expectations), Some(file)) = (&expectations, &expectations_file) {
-            let stale =
-                apply_expectations(expectations, file, &info, program, &want.name, &mut results);
+            let stale = apply_expectations(expectations, &info, &recipe, &mut results);
             column.notes.extend(
                 stale
                     .into_iter()
                     .map(|case| format!("the expectations file names `{case}`, which did not run")),
             );
-            // As the user would type it: relative to the current folder, where it is inside.
-            let shown = std::env::current_dir()
-                .ok()
-                .and_then(|here| file.strip_prefix(here).ok().map(Path::to_path_buf))
-                .unwrap_or_else(|| file.clone());
-            column.expectations = Some(shown.display().to_string());
+            column.expectations = Some(shown_path(file));
         }
         if let Some(failure) = skip_check.failure(&info.backend) {
+            // A result as in `conformance`, so the column's totals are the same as its.
+            results.push(skipped_everything(&info.backend, &failure));
             column.problems.push(failure);
         }
         column.feature_level = info.feature_level.clone();
@@ -391,7 +459,8 @@ impl Columns<'_> {
         matrix.add_column(column, &results);
         let totals = matrix.totals(matrix.columns.len() - 1);
         crate::say!(
-            "{name}: {} (start-up {:.2} s, cases {:.2} s)",
+            "{}: {} (start-up {:.2} s, cases {:.2} s)",
+            Line(&name),
             totals.line(),
             startup.as_secs_f64(),
             cases_time.as_secs_f64()
@@ -405,18 +474,28 @@ fn print_failures(name: &str, results: &[CaseResult], problems: &[String]) {
         .filter(|r| r.status == Status::Failed)
         .collect();
     for result in failures.iter().take(3) {
-        crate::say!("{}", result.failure_report());
+        crate::say!("{}", failure_text(result));
     }
     if failures.len() > 3 {
         crate::say!(
-            "... and {} more failures on {} (reports/matrix.html lists them all)",
-            failures.len() - 3,
-            name
+            "... and {} more on {} (reports/matrix.html lists them all)",
+            count(failures.len() - 3, "failure", "failures"),
+            Line(name)
         );
     }
     for problem in problems {
-        crate::say!("error: {}: {problem}", name);
+        crate::say!("error: {}: {}", Line(name), Block(problem));
     }
+}
+
+/// A path as the user would type it: relative to the current folder, where it is inside.
+fn shown_path(file: &Path) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|here| file.strip_prefix(here).ok().map(Path::to_path_buf))
+        .unwrap_or_else(|| file.to_path_buf())
+        .display()
+        .to_string()
 }
 
 /// The expectations file's name for a backend: `directml@1.15.4` -> `directml`.

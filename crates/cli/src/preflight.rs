@@ -7,11 +7,12 @@ use dmlcts_harness::Corpus;
 use dmlcts_harness::report::write::{check_file_writable, check_folder_writable};
 use std::path::Path;
 
-/// Each report file a command will write, with its flag (`--json`, `--junit`): the first that
-/// cannot be written is an error on stderr, exit status 2. Missing folders are made.
+/// Each report file a command will write, with its flag (`--json`, `--junit`; `-` is stdout
+/// and needs no check): the first that cannot be written is an error on stderr, exit status 2. Missing folders are made.
 pub fn check_report_files(files: &[(&str, Option<&Path>)]) -> Result<(), i32> {
     for (flag, path) in files {
         if let Some(path) = path
+            && !crate::closing::is_stdout(path)
             && let Err(e) = check_file_writable(path)
         {
             crate::say_err!("error: {flag} {}: {e}", path.display());

@@ -48,11 +48,20 @@ fn a_bad_value_names_its_flag() {
 
 #[test]
 fn version_and_help_follow_the_conventions() {
+    // The version, the commit where the build knew it, and the embedded corpus's digest.
     let out = dmlcts(&["--version"]);
     assert!(out.status.success());
+    let (digest, files) = dmlcts_harness::corpus::digest::embedded();
+    let commit = match dmlcts_cli::suite::COMMIT {
+        Some(commit) => format!("commit {commit}, "),
+        None => String::new(),
+    };
     assert_eq!(
         text(&out.stdout),
-        format!("dmlcts {}\n", env!("CARGO_PKG_VERSION"))
+        format!(
+            "dmlcts {} ({commit}embedded corpus {digest} in {files} files)\n",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     let out = dmlcts(&["conformance", "--help"]);
     assert!(out.status.success());

@@ -56,9 +56,9 @@ fn a_closed_stdout_ends_the_run_quietly_with_its_status() {
 
 #[cfg(unix)]
 #[test]
-fn a_bad_hello_fails_every_case_and_the_run_ends_with_its_summary() {
+fn a_bad_hello_is_one_error_that_ends_the_run_with_exit_status_2() {
     let server = format!(
-        "{}; exec sleep 30",
+        "{}; echo 'my server: cannot open the device' >&2; exec sleep 30",
         printf_frame(r#"{"type":"hello","protocol":999}"#)
     );
     let backend = format!("process:{server}");
@@ -72,20 +72,41 @@ fn a_bad_hello_fails_every_case_and_the_run_ends_with_its_summary() {
         "2",
     ]);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}{stderr}");
+    // One message, with why and the server's stderr; no case ran, nothing else printed.
+    assert_eq!(stdout, "");
     assert_eq!(
-        stdout
+        stderr
             .matches("bad hello reply: protocol Some(999); this harness speaks 1")
             .count(),
-        8,
-        "{stdout}"
+        1,
+        "{stderr}"
     );
-    assert_eq!(
-        stdout.lines().last(),
-        Some("0 passed, 8 failed, 0 skipped"),
-        "{stdout}"
+    assert!(
+        stderr.starts_with(&format!(
+            "error: --backend {backend}: the backend cannot start: its server gave no usable hello: "
+        )),
+        "{stderr}"
     );
+    assert!(!stderr.contains("FAIL"), "{stderr}");
     assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_command_that_does_not_exist_is_one_error_with_its_stderr() {
+    let (out, _) = dmlcts(&[
+        "conformance",
+        "--backend",
+        "process:./no-such-server --port 1",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    assert!(stderr.contains("./no-such-server: not found"), "{stderr}");
+    assert!(stderr.lines().count() < 5, "{stderr}");
 }
 
 #[cfg(target_os = "linux")]

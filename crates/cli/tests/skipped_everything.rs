@@ -61,8 +61,54 @@ fn conformance(words: &[&str], unavailable: bool) -> i32 {
 #[test]
 fn a_conformance_run_where_the_backend_skips_everything_fails() {
     assert_eq!(conformance(&["--filter", "doc."], false), 1);
-    assert_eq!(conformance(&["--filter", "no.such.case"], false), 0);
+    // A filter that selects nothing is an error of its own (exit status 2), not a pass.
+    assert_eq!(conformance(&["--filter", "no.such.case"], false), 2);
     assert_eq!(conformance(&["--filter", "doc."], true), 0);
+}
+
+#[test]
+fn a_skipped_everything_run_is_a_failure_in_the_json_and_junit_reports_too() {
+    let dir = std::env::temp_dir().join(format!("dmlcts-skipped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, junit) = (dir.join("r.json"), dir.join("r.xml"));
+    let status = conformance(
+        &[
+            "--filter",
+            "doc.",
+            "--json",
+            json.to_str().unwrap(),
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+        false,
+    );
+    assert_eq!(status, 1);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["summary"]["failed"], 1, "{report}");
+    assert_eq!(report["summary"]["skipped"], 8, "{report}");
+    let run = &report["cases"][8];
+    assert_eq!(run["id"], "run:skipped-everything");
+    assert_eq!(run["status"], "failed");
+    assert!(
+        run["details"]
+            .as_str()
+            .unwrap()
+            .contains("is available but skipped all 8 cases it could run"),
+        "{run}"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("tests=\"9\" failures=\"1\" skipped=\"8\""),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(
+            "<testcase classname=\"dmlcts.run\" name=\"run: backend claims-nothing tested nothing\""
+        ),
+        "{xml}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn libtest(filter: &str, unavailable: bool) -> Result<(), String> {

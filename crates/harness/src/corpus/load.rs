@@ -32,6 +32,8 @@ pub struct Corpus {
     /// devices named like case files, folders past `MAX_FOLDER_DEPTH`. Not failures: a command
     /// prints them as notes.
     pub skipped: Vec<LoadError>,
+    /// The digests of the files' bytes that were loaded (the reports name the corpus by it).
+    pub digest: super::digest::CorpusDigest,
 }
 
 impl Corpus {
@@ -154,6 +156,7 @@ impl Corpus {
 
     /// Parses one file's text; `file` is the name used in messages.
     pub fn add_text(&mut self, file: &str, text: &str) {
+        self.digest.add(text.as_bytes());
         let error = |e: FileError| file_error(file, e);
         // Checked before parsing: the parser takes seconds on very deep nesting, builds every
         // node of a huge file or of an alias bomb, ignores tags, and gives no position for an

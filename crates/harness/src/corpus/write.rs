@@ -1,4 +1,5 @@
-//! Writing cases back out in the corpus format (gen-cases and the fuzzer's saved cases).
+//! Writing cases back out in the corpus format (gen-cases, the fuzzer's saved cases, `show`),
+//! and an operator's descriptor on one line (failures carry it).
 
 use super::data::TensorData;
 use super::{Case, Expectation};
@@ -78,6 +79,47 @@ fn write_case(out: &mut String, case: &Case) {
             );
             let _ = writeln!(out, "      input: {}", input(&d.input_tensor));
             let _ = writeln!(out, "      output: {}", output(&d.output_tensor));
+        }
+    }
+}
+
+/// An operator's descriptor on one line, in the corpus format (flow style) without data:
+/// `{split: {axis: 2, input: {data_type: FLOAT32, sizes: [1, 1, 4, 2]}, outputs: [...]}}`.
+/// Failures carry it; pasted under `- name: X` with a `feature_level`, it is a case.
+pub fn descriptor_flow(op: &OperatorDesc) -> String {
+    let tensor = |desc: &TensorDesc| tensor_flow(desc, None, None);
+    let list = |descs: &[TensorDesc]| {
+        let items: Vec<String> = descs.iter().map(tensor).collect();
+        format!("[{}]", items.join(", "))
+    };
+    match op {
+        OperatorDesc::Split(d) => format!(
+            "{{split: {{axis: {}, input: {}, outputs: {}}}}}",
+            d.axis,
+            tensor(&d.input_tensor),
+            list(&d.output_tensors)
+        ),
+        OperatorDesc::Join(d) => format!(
+            "{{join: {{axis: {}, inputs: {}, output: {}}}}}",
+            d.axis,
+            list(&d.input_tensors),
+            tensor(&d.output_tensor)
+        ),
+        OperatorDesc::Slice1(d) => {
+            let count = if d.dimension_count as usize != d.input_window_offsets.len() {
+                format!("dimension_count: {}, ", d.dimension_count)
+            } else {
+                String::new()
+            };
+            format!(
+                "{{slice1: {{{count}input_window_offsets: {}, input_window_sizes: {}, \
+                 input_window_strides: {}, input: {}, output: {}}}}}",
+                flow_list(&d.input_window_offsets),
+                flow_list(&d.input_window_sizes),
+                flow_list(&d.input_window_strides),
+                tensor(&d.input_tensor),
+                tensor(&d.output_tensor)
+            )
         }
     }
 }

@@ -148,6 +148,9 @@ mod tests {
 
     fn result(name: &str, status: Status) -> CaseResult {
         CaseResult {
+            id: format!("cases/x.yaml:{name}"),
+            replay: None,
+            descriptor: None,
             name: name.to_string(),
             file: "cases/x.yaml".to_string(),
             line: 1,

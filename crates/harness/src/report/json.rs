@@ -1,8 +1,11 @@
-//! The JSON report of a run (`--json FILE`).
+//! The JSON report of a run (`--json FILE`). Identities (`id`, `name`, `file`) are written
+//! exactly (JSON's own escapes lose nothing); the human-readable texts (`reason`, `details`,
+//! `notes`, the device) are escaped as for a terminal (`text`), since they get printed.
 
-use super::Summary;
+use super::{Suite, Summary};
 use crate::expectations::device_version;
 use crate::run::CaseResult;
+use crate::text;
 use std::time::Duration;
 
 /// Where and how a run was made, for the reports.
@@ -19,37 +22,58 @@ pub struct RunInfo {
     pub startup: Duration,
     /// Running the cases, start-up excluded.
     pub cases_time: Duration,
+    /// The suite's version and commit, and the corpus it ran.
+    pub suite: Suite,
+}
+
+/// One result as the JSON reports write it.
+pub fn result_json(r: &CaseResult) -> serde_json::Value {
+    let mut entry = serde_json::json!({
+        "id": r.id,
+        "name": r.name,
+        "file": r.file,
+        "line": r.line,
+        "status": r.status.name(),
+        "reason": text::line(&r.reason),
+        "details": text::block(&r.details),
+        "notes": r.notes.iter().map(|n| text::line(n)).collect::<Vec<_>>(),
+        "duration_us": r.duration.as_micros() as u64,
+        "feature_level": r.feature_level.map(|l| l.to_string()),
+        "run_level": r.run_level.map(|l| l.to_string()),
+    });
+    if let Some(descriptor) = &r.descriptor {
+        entry["descriptor"] = serde_json::json!(descriptor);
+    }
+    if let Some(replay) = &r.replay {
+        entry["replay"] = serde_json::json!(replay.render());
+        entry["replay_words"] = serde_json::json!(replay.words);
+        if !replay.env.is_empty() {
+            entry["replay_env"] = replay
+                .env
+                .iter()
+                .map(|(name, value)| (name.clone(), serde_json::json!(value)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+    }
+    entry
 }
 
 pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
     let summary = Summary::of(results);
-    let cases: Vec<serde_json::Value> = results
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "name": r.name,
-                "file": r.file,
-                "line": r.line,
-                "status": r.status.name(),
-                "reason": r.reason,
-                "details": r.details,
-                "notes": r.notes,
-                "duration_us": r.duration.as_micros() as u64,
-                "feature_level": r.feature_level.map(|l| l.to_string()),
-                "run_level": r.run_level.map(|l| l.to_string()),
-            })
-        })
-        .collect();
+    let cases: Vec<serde_json::Value> = results.iter().map(result_json).collect();
     let report = serde_json::json!({
+        "suite": info.suite.json(),
         "summary": {
+            "total": results.len(),
             "passed": summary.passed,
             "failed": summary.failed,
             "skipped": summary.skipped,
             "expected_failures": summary.expected_failures,
             "informational": summary.informational,
-            "backend": info.backend,
+            "backend": text::line(&info.backend),
             "validation_profile": info.validation_profile,
-            "device": info.device,
+            "device": text::line(&info.device),
             "version": device_version(&info.device).map(|v| v.to_string()),
             "feature_level": info.feature_level,
             "strict_level": info.strict_level,

@@ -8,11 +8,16 @@
 //!     dmlcts_harness::libtest_main(|_level| Box::new(MyBackend::new()));
 //! }
 //! ```
+//!
+//! A failing case prints the command that reruns it in that crate: `cargo test -p PACKAGE
+//! --test TARGET -- NAME --exact` (the package from `CARGO_PKG_NAME`, which cargo and nextest
+//! set when they run a test binary; the target from the binary's name), with the `DMLCTS_*`
+//! settings of the run; the test binary itself where cargo did not start it.
 
 use crate::corpus::Corpus;
 use crate::run::Devices;
 use crate::run::load_error_result;
-use crate::run::{SkipCheck, Status, run_case, skip_reason};
+use crate::run::{ReplayRecipe, SkipCheck, Status, run_case, skip_reason};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::sync::{Arc, Mutex};
@@ -120,7 +125,9 @@ fn trials_and_skip_check(
         let more = Corpus::load_paths(&paths);
         corpus.cases.extend(more.cases);
         corpus.errors.extend(more.errors);
+        corpus.digest.extend(&more.digest);
     }
+    let recipe = ReplayRecipe::libtest(None);
     let mut devices = Devices::per_case(Box::new(|level| Arc::from(make_backend(level))), false);
     let mut trials = Vec::new();
     let check = Arc::new(Mutex::new(SkipCheck::default()));
@@ -130,12 +137,16 @@ fn trials_and_skip_check(
         let result = load_error_result(error);
         let report = result.failure_report();
         trials.push(Trial::test(
-            format!("load_error::{}", result.name),
+            format!("load_error::{}", crate::text::line(&result.name)),
             move || Err(Failed::from(report)),
         ));
     }
-    for case in corpus.cases {
-        let (backend, options) = devices.for_case(&case);
+    for mut case in corpus.cases {
+        // libtest prints a test's name as it is: a case file's control characters escaped
+        // (the same name in the replay command, so that `--exact` finds it).
+        case.name = crate::text::line(&case.name).into_owned();
+        let (backend, mut options) = devices.for_case(&case);
+        options.replay = Some(recipe.clone());
         let kind = case.op.kind().name();
         let name = case.name.clone();
         let made_at = backend.feature_level();

@@ -1,20 +1,22 @@
 //! Running cases: the runner every entry point shares (`runner`: the corpus check, skips, the
 //! verdict of validation and the bytes), comparison and diffs (`compare`), a device per level
-//! (`devices`), a load error as a result (`load_error`), and the libtest-mimic glue
-//! (`libtest`).
+//! (`devices`), a load error as a result (`load_error`), replay commands as words (`replay`),
+//! and the libtest-mimic glue (`libtest`).
 
 pub mod compare;
 mod devices;
 mod libtest;
 mod load_error;
+pub mod replay;
 mod runner;
 
 pub use devices::{DeviceFactory, Devices};
 pub use libtest::{
     corpus_trials, libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
 };
-pub use load_error::load_error_result;
+pub use load_error::{load_error_result, load_error_results};
+pub use replay::{LibtestTarget, Replay, ReplayRecipe, shell_word};
 pub use runner::{
-    CaseResult, MAX_BACKEND_TEXT_BYTES, RunOptions, SkipCheck, Status, replay_command, run_case,
-    run_cases, shell_word, skip_reason,
+    CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, SkipCheck, Status, case_id,
+    replay_command, run_case, run_cases, skip_reason,
 };

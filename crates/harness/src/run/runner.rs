@@ -12,11 +12,13 @@
 use crate::corpus::data::{logical_elements, too_large};
 use crate::corpus::{Case, Expectation};
 use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
+use crate::run::replay::{Replay, ReplayRecipe};
+use crate::text;
 use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, Rejected,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
@@ -47,14 +49,9 @@ pub struct RunOptions {
     /// Require rejection of what the tables do not support at the running level. Without
     /// it, a backend may accept such a descriptor, but must then execute it correctly.
     pub strict_level: bool,
-    /// How the replay command starts: `cargo xtask` (the default) or `dmlcts`.
-    pub program: Option<String>,
-    /// The `--backend` name the replay command gives, where it is not the backend's own name
-    /// (`directml@1.9.0` makes a backend named `directml`).
-    pub backend_name: Option<String>,
-    /// Appended to the replay command (e.g. `--cases path`), when the case file is not
-    /// enough to find it.
-    pub replay_hint: Option<String>,
+    /// How a failure's replay command names the case and the run. None: `cargo xtask
+    /// conformance` in this repository's checkout, with the case's file and this run's level.
+    pub replay: Option<ReplayRecipe>,
     /// Rules this backend does not enforce besides those of its own validation profile
     /// (an expectations file's `not_enforced` entries that apply to it).
     pub not_enforced: Vec<String>,
@@ -86,14 +83,25 @@ impl Status {
 
 #[derive(Clone, Debug)]
 pub struct CaseResult {
+    /// What identifies this result in a run's reports, never its name (two case files may
+    /// reuse a name, and a case may be named like a load error): `FILE:LINE` for a case
+    /// (`#N` added where cases share a line, see `ResultIds`), `load-error:FILE:LINE` for a
+    /// file or case that did not load, `run:...` for a check on the whole run.
+    pub id: String,
     pub name: String,
     pub file: String,
     pub line: usize,
     pub status: Status,
     /// One line: the skip reason, or the check that failed.
     pub reason: String,
-    /// For failures: everything needed to act on it, ending with the replay command.
+    /// For failures: everything needed to act on it (coordinates, values, the backend's own
+    /// words as quoted `    | ` lines). The replay command is `replay`, apart.
     pub details: String,
+    /// For failures: the command that runs this case alone again, the same way.
+    pub replay: Option<Replay>,
+    /// For failures and informational results: the operator's descriptor, compact, in the
+    /// corpus format (`dmlcts show NAME` gives the whole case).
+    pub descriptor: Option<String>,
     /// Observations that are not failures (e.g. the backend wrote unaddressed bytes).
     pub notes: Vec<String>,
     pub duration: Duration,
@@ -103,15 +111,43 @@ pub struct CaseResult {
     pub run_level: Option<FeatureLevel>,
 }
 
+/// A case's id before it is made unique in a run: `FILE:LINE`.
+pub fn case_id(case: &Case) -> String {
+    format!("{}:{}", case.file, case.line)
+}
+
+/// Makes ids unique within a run, in order: the second result with id `X` becomes `X#2`,
+/// the third `X#3` (cases written on one line of a file share their `FILE:LINE`). Every
+/// report of a run, and every column of a matrix, numbers the same cases the same way.
+#[derive(Debug, Default)]
+pub struct ResultIds {
+    seen: HashMap<String, usize>,
+}
+
+impl ResultIds {
+    pub fn unique(&mut self, id: String) -> String {
+        let count = self.seen.entry(id.clone()).or_default();
+        *count += 1;
+        if *count == 1 {
+            id
+        } else {
+            format!("{id}#{count}")
+        }
+    }
+}
+
 impl CaseResult {
     fn new(case: &Case) -> CaseResult {
         CaseResult {
+            id: case_id(case),
             name: case.name.clone(),
             file: case.file.clone(),
             line: case.line,
             status: Status::Passed,
             reason: String::new(),
             details: String::new(),
+            replay: None,
+            descriptor: None,
             notes: Vec::new(),
             duration: Duration::ZERO,
             feature_level: Some(case.feature_level),
@@ -119,12 +155,56 @@ impl CaseResult {
         }
     }
 
-    /// The full failure report, as printed.
+    /// A failure of the run as a whole (e.g. an available backend that skipped every case),
+    /// as a result, so that every report counts it.
+    pub fn run_failure(id: &str, name: &str, reason: &str, details: &str) -> CaseResult {
+        CaseResult {
+            id: format!("run:{id}"),
+            name: name.to_string(),
+            file: String::new(),
+            line: 0,
+            status: Status::Failed,
+            reason: reason.to_string(),
+            details: details.to_string(),
+            replay: None,
+            descriptor: None,
+            notes: Vec::new(),
+            duration: Duration::ZERO,
+            feature_level: None,
+            run_level: None,
+        }
+    }
+
+    /// Where the result comes from, for people: `FILE:LINE`, or the id of a result that is
+    /// no case's (a check on the whole run).
+    pub fn location(&self) -> String {
+        if self.file.is_empty() {
+            self.id.clone()
+        } else {
+            format!("{}:{}", self.file, self.line)
+        }
+    }
+
+    /// The full failure report, as printed: every text from a case file or a backend in it
+    /// escaped (`text::line`, `text::block`), the backend's own words already quoted.
     pub fn failure_report(&self) -> String {
-        format!(
-            "FAIL {} ({}:{})\n  check: {}\n{}",
-            self.name, self.file, self.line, self.reason, self.details
-        )
+        let mut report = format!(
+            "FAIL {} ({})\n  check: {}\n",
+            text::line(&self.name),
+            text::line(&self.location()),
+            text::line(&self.reason)
+        );
+        if let Some(descriptor) = &self.descriptor {
+            let _ = writeln!(report, "  case: {}", text::line(descriptor));
+        }
+        report.push_str(&text::block(&self.details));
+        if !report.ends_with('\n') {
+            report.push('\n');
+        }
+        if let Some(replay) = &self.replay {
+            let _ = writeln!(report, "  replay: {}", text::line(&replay.render()));
+        }
+        report
     }
 }
 
@@ -162,63 +242,52 @@ pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Cas
             result.status = Status::Informational;
             result.reason = reason;
             result.details = details;
+            result.descriptor = Some(crate::corpus::descriptor_flow(&case.op));
         }
         Outcome::Fail { check, details } => {
             result.status = Status::Failed;
             result.reason = check;
-            let mut details = details;
-            if !details.is_empty() && !details.ends_with('\n') {
-                details.push('\n');
-            }
-            let _ = writeln!(
-                details,
-                "  replay: {}",
-                replay_command(backend, case, options)
-            );
             result.details = details;
+            result.descriptor = Some(crate::corpus::descriptor_flow(&case.op));
+            result.replay = Some(replay_command(backend, case, options));
         }
     }
     result.duration = started.elapsed();
     result
 }
 
-/// The command that runs just this case again, the same way.
-pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) -> String {
-    let mut command = format!(
-        "{} conformance --backend {} --cases {} --filter {} --exact",
-        options.program.as_deref().unwrap_or("cargo xtask"),
-        shell_word(
-            &options
-                .backend_name
-                .clone()
-                .unwrap_or_else(|| backend.name())
-        ),
-        shell_word(&case.file),
-        case.name
-    );
-    if let Some(level) = options.feature_level {
-        let _ = write!(command, " --feature-level {level}");
+/// The command that runs just this case again, the same way: from the run's recipe, or
+/// else `cargo xtask conformance` in this repository with the case's file and level.
+pub fn replay_command(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Replay {
+    match &options.replay {
+        Some(recipe) => recipe.for_case(&case.name, &case.file),
+        None => {
+            let mut words = Vec::new();
+            if let Some(level) = options.feature_level {
+                words.extend(["--feature-level".to_string(), level.to_string()]);
+            }
+            if options.strict_level {
+                words.push("--strict-level".to_string());
+            }
+            ReplayRecipe::Conformance {
+                program: vec!["cargo".to_string(), "xtask".to_string()],
+                backend: backend.name(),
+                options: words,
+                cases_from_files: true,
+                env: Vec::new(),
+            }
+            .for_case(&case.name, &case.file)
+        }
     }
-    if options.strict_level {
-        command.push_str(" --strict-level");
-    }
-    if let Some(hint) = &options.replay_hint {
-        let _ = write!(command, " {hint}");
-    }
-    command
 }
 
-/// Quotes a word for a POSIX shell when it needs it.
-pub fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+/// A backend's words (a message, a panic, a rejection) under a line of the harness's own:
+/// `  {intro}:` and then each of its lines quoted (`    | `), so that nothing it says can
+/// pass for a line of the report (a fake `replay:`, a fake verdict).
+/// What it says is cut to `MAX_BACKEND_TEXT_BYTES` first.
+fn backend_said(intro: &str, said: &str) -> String {
+    let said = bounded(said.to_string());
+    format!("  {intro}:\n{}", text::quoted_lines(&said, "    | "))
 }
 
 fn run_checks(
@@ -262,7 +331,7 @@ fn check_corpus_expectation(case: &Case) -> Result<(), Outcome> {
             };
             return Err(fail(
                 "corpus: the case's expectation disagrees with the oracle",
-                format!("  the case says {says} at {stored_level}; the oracle {oracle}"),
+                format!("  the case says {says} at {stored_level}; the oracle {oracle}\n"),
             ));
         }
     }
@@ -283,7 +352,7 @@ fn compile_and_judge<'a>(
         Err(panic) => {
             return Err(fail(
                 "compile panicked",
-                format!("  panic: {}", panic_message(panic.as_ref())),
+                backend_said("the panic's message", &panic_message(panic.as_ref())),
             ));
         }
         Ok(compiled) => compiled,
@@ -292,7 +361,7 @@ fn compile_and_judge<'a>(
         Err(CompileError::Failed(message)) => {
             return Err(fail(
                 "the backend failed",
-                format!("  while compiling: {}", bounded(message)),
+                backend_said("while compiling, the backend said", &message),
             ));
         }
         Err(CompileError::Unsupported(reason)) => {
@@ -316,7 +385,10 @@ fn compile_and_judge<'a>(
         (Ok(()), Err(rejected)) => {
             return Err(fail(
                 "rejected a valid descriptor",
-                format!("  the backend said: {rejected}\n  the oracle accepts it at {level}"),
+                format!(
+                    "{}  the oracle accepts it at {level}\n",
+                    backend_said("the backend rejected it", &rejected.to_string())
+                ),
             ));
         }
         (Err(violation), Ok(compiled)) => {
@@ -333,7 +405,7 @@ fn compile_and_judge<'a>(
                 Err(enforced) => {
                     return Err(fail(
                         "accepted an invalid descriptor",
-                        format!("  the oracle rejects it at {level}: {enforced}"),
+                        format!("  the oracle rejects it at {level}: {enforced}\n"),
                     ));
                 }
                 Ok(broken) => broken,
@@ -383,7 +455,7 @@ fn execute_and_compare(
     for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
         match data.materialize(desc) {
             Ok(bytes) => input_bytes.push(bytes),
-            Err(e) => return fail("corpus: bad input data", format!("  {field}: {e}")),
+            Err(e) => return fail("corpus: bad input data", format!("  {field}: {e}\n")),
         }
     }
     let pristine_inputs = input_bytes.clone();
@@ -416,10 +488,15 @@ fn execute_and_compare(
         Err(panic) => {
             return fail(
                 "execute panicked",
-                format!("  panic: {}", panic_message(panic.as_ref())),
+                backend_said("the panic's message", &panic_message(panic.as_ref())),
             );
         }
-        Ok(Err(message)) => return fail("execution failed", format!("  {}", bounded(message))),
+        Ok(Err(message)) => {
+            return fail(
+                "execution failed",
+                backend_said("the backend said", &message),
+            );
+        }
         Ok(Ok(())) => {}
     }
 

@@ -7,8 +7,10 @@ use super::{Matrix, STATUSES, Totals};
 use crate::run::Status;
 use std::fmt::Write as _;
 
-/// Text for HTML content and double-quoted attribute values.
+/// Text for HTML content and double-quoted attribute values: what `text::block` escapes
+/// escaped first (no bidirectional control can reorder a replay command on the page).
 pub fn escape(text: &str) -> String {
+    let text = crate::text::block(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -21,6 +23,11 @@ pub fn escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// A cell with a status other than passed (an absent cell is no result at all).
+fn did_not_pass(cell: &super::Cell) -> bool {
+    cell.status.is_some_and(|s| s != Status::Passed)
 }
 
 fn words(status: Status) -> &'static str {
@@ -87,7 +94,7 @@ td.c { text-align: center; min-width: 76px; padding: 1px 2px; }
 td.c a { color: inherit; font-weight: 700; display: block; }
 .passed { background: var(--pass); } .failed { background: var(--fail); }
 .expected_failure { background: var(--xfail); } .informational { background: var(--info); }
-.skipped { background: var(--skip); color: #777; }
+.skipped { background: var(--skip); color: #777; } .absent { background: #fff; }
 tbody.group tr.ghead th { position: sticky; left: 0; text-align: left; background: #e8eef6; padding: 4px 6px;
   border-top: 2px solid #9ab; cursor: pointer; font-weight: 600; }
 tbody.group tr.ghead .gcount { font-weight: 400; color: #444; }
@@ -195,10 +202,10 @@ pub fn page(matrix: &Matrix) -> String {
     let mut h = String::with_capacity(256 + matrix.rows.len() * matrix.columns.len() * 90);
     let ncols = matrix.columns.len();
     let failing_rows = (matrix.rows.iter())
-        .filter(|r| r.cells.iter().any(|c| c.status == Status::Failed))
+        .filter(|r| r.cells.iter().any(|c| c.is(Status::Failed)))
         .count();
     let nonpass_rows = (matrix.rows.iter())
-        .filter(|r| r.cells.iter().any(|c| c.status != Status::Passed))
+        .filter(|r| r.cells.iter().any(did_not_pass))
         .count();
     let _ = write!(
         h,
@@ -206,10 +213,12 @@ pub fn page(matrix: &Matrix) -> String {
          <meta name=\"viewport\" content=\"width=device-width\">\
          <title>dmlcts results matrix</title><style>{STYLE}</style></head>\n<body>\n<header>\
          <h1>dmlcts results matrix: {} cases × {ncols} backends</h1>\
-         <div class=\"command\">made by <code>{}</code>; {failing_rows} rows with a failing cell, \
-         {nonpass_rows} with a cell that did not pass</div>\n",
+         <div class=\"command\">made by <code>{}</code> with {}, {}; {failing_rows} rows with a \
+         failing cell, {nonpass_rows} with a cell that did not pass</div>\n",
         matrix.rows.len(),
-        escape(&matrix.command)
+        escape(&matrix.command),
+        escape(&matrix.suite.name()),
+        escape(&matrix.suite.corpus())
     );
     h.push_str(
         "<div id=\"controls\"><label>show <select id=\"show\">\
@@ -302,10 +311,10 @@ pub fn page(matrix: &Matrix) -> String {
     let mut failure_count = 0usize;
     for (gi, (group, members)) in matrix.groups().into_iter().enumerate() {
         let group_nonpass = (members.iter())
-            .filter(|&&r| (matrix.rows[r].cells.iter()).any(|c| c.status != Status::Passed))
+            .filter(|&&r| (matrix.rows[r].cells.iter()).any(did_not_pass))
             .count();
         let group_failing = (members.iter())
-            .filter(|&&r| (matrix.rows[r].cells.iter()).any(|c| c.status == Status::Failed))
+            .filter(|&&r| (matrix.rows[r].cells.iter()).any(|c| c.is(Status::Failed)))
             .count();
         let _ = writeln!(
             h,
@@ -322,10 +331,14 @@ pub fn page(matrix: &Matrix) -> String {
             let row = &matrix.rows[r];
             // np: a cell did not pass; nd: one failed, failed as expected or was informational
             // (not only skips); nf: one failed. The filters show rows by these.
-            let np = row.cells.iter().any(|c| c.status != Status::Passed);
-            let nd =
-                (row.cells.iter()).any(|c| !matches!(c.status, Status::Passed | Status::Skipped));
-            let nf = row.cells.iter().any(|c| c.status == Status::Failed);
+            let np = row.cells.iter().any(did_not_pass);
+            let nd = (row.cells.iter()).any(|c| {
+                matches!(
+                    c.status,
+                    Some(Status::Failed | Status::ExpectedFailure | Status::Informational)
+                )
+            });
+            let nf = row.cells.iter().any(|c| c.is(Status::Failed));
             let class = match (np, nd, nf) {
                 (_, _, true) => "case np nd nf",
                 (true, true, false) => "case np nd",
@@ -338,8 +351,9 @@ pub fn page(matrix: &Matrix) -> String {
             };
             let _ = write!(
                 h,
-                "<tr class=\"{class}\" id=\"r{r}\" data-name=\"{}\"><th class=\"name\" \
-                 title=\"{} ({}:{}{level})\">{}</th>",
+                "<tr class=\"{class}\" id=\"r{r}\" data-id=\"{}\" data-name=\"{}\"><th \
+                 class=\"name\" title=\"{} ({}:{}{level})\">{}</th>",
+                escape(&row.id),
                 escape(&row.name),
                 escape(&row.name),
                 escape(&row.file),
@@ -348,44 +362,59 @@ pub fn page(matrix: &Matrix) -> String {
             );
             for (ci, cell) in row.cells.iter().enumerate() {
                 let column = &matrix.columns[ci].backend;
-                let mut title = format!("{column}: {}", words(cell.status));
+                let Some(status) = cell.status else {
+                    let _ = write!(
+                        h,
+                        "<td class=\"c absent\" title=\"{}: {}\"></td>",
+                        escape(column),
+                        escape(&cell.reason)
+                    );
+                    continue;
+                };
+                let mut title = format!("{column}: {}", words(status));
                 if !cell.reason.is_empty() {
                     let _ = write!(title, ": {}", cell.reason);
                 }
                 for note in &cell.notes {
-                    let _ = write!(title, "\n{note}");
+                    let _ = write!(title, "\n{}", crate::text::line(note));
                 }
-                let status = cell.status.name();
-                if cell.status == Status::Failed {
+                let class = status.name();
+                if status == Status::Failed {
                     let id = format!("f{failure_count}");
                     failure_count += 1;
                     let _ = write!(
                         h,
-                        "<td class=\"c {status}\" title=\"{}\"><a href=\"#{id}\">{}</a></td>",
+                        "<td class=\"c {class}\" title=\"{}\"><a href=\"#{id}\">{}</a></td>",
                         escape(&title),
-                        mark(cell.status)
+                        mark(status)
                     );
-                    let replay = cell.replay.clone().unwrap_or_else(|| {
-                        "(no replay command: the case file itself did not load)".to_string()
-                    });
+                    let replay = match &cell.replay {
+                        Some(replay) => format!(
+                            "<div class=\"replay\"><code>{}</code>\
+                             <button type=\"button\" class=\"copy\">copy</button></div>",
+                            escape(&crate::text::line(&replay.render()))
+                        ),
+                        None => "<div class=\"replay\">(no replay command: the case file itself \
+                                 did not load, or this is a check on the whole run)</div>"
+                            .to_string(),
+                    };
                     let _ = writeln!(
                         failures,
-                        "<li class=\"failure\" id=\"{id}\"><div><a href=\"#r{r}\">{}</a> on \
-                         <b>{}</b>: {}</div><div class=\"replay\"><code>{}</code>\
-                         <button type=\"button\" class=\"copy\">copy</button></div>\
+                        "<li class=\"failure\" id=\"{id}\"><div><a href=\"#r{r}\">{}</a> \
+                         <small>({})</small> on <b>{}</b>: {}</div>{replay}\
                          <details><summary>details</summary><pre>{}</pre></details></li>",
-                        escape(&row.name),
+                        escape(&crate::text::line(&row.name)),
+                        escape(&row.id),
                         escape(column),
-                        escape(&cell.reason),
-                        escape(&replay),
+                        escape(&crate::text::line(&cell.reason)),
                         escape(&cell.details)
                     );
                 } else {
                     let _ = write!(
                         h,
-                        "<td class=\"c {status}\" title=\"{}\">{}</td>",
+                        "<td class=\"c {class}\" title=\"{}\">{}</td>",
                         escape(&title),
-                        mark(cell.status)
+                        mark(status)
                     );
                 }
             }
