@@ -94,6 +94,20 @@ pub const PREDICATES: &[Predicate] = &[
                   (docs/findings/ort-webgpu-slice-negative-step.yaml)",
         holds: slice1_negative_stride,
     },
+    Predicate {
+        name: "tensor.narrow_integer_not_whole_words",
+        description: "an operator on an 8- or 16-bit integer type (INT8, UINT8, INT16, \
+                  UINT16) with an input or output whose packed size (its elements times the \
+                  element size) is not a multiple of 4 bytes \
+                  (docs/findings/iree-vulkan-narrow-integer-words-past-binding.yaml)",
+        holds: narrow_integer_not_whole_words,
+    },
+    Predicate {
+        name: "tensor.float16",
+        description: "an operator on FLOAT16 tensors \
+                  (docs/findings/iree-vulkan-float16-read-as-float32.yaml)",
+        holds: float16,
+    },
 ];
 
 pub fn predicate(name: &str) -> Option<&'static Predicate> {
@@ -135,6 +149,29 @@ fn slice1_negative_stride_unsigned(op: &OperatorDesc) -> bool {
     slice1_negative_stride(op)
         && matches!(op, OperatorDesc::Slice1(slice)
             if matches!(slice.input_tensor.data_type, Uint8 | Uint16 | Uint32 | Uint64))
+}
+
+/// Every input and output, in binding order.
+fn tensors(op: &OperatorDesc) -> impl Iterator<Item = &dmlcts_tensor::TensorDesc> {
+    op.inputs()
+        .into_iter()
+        .chain(op.outputs())
+        .map(|(_, tensor)| tensor)
+}
+
+fn narrow_integer_not_whole_words(op: &OperatorDesc) -> bool {
+    use dmlcts_tensor::DataType::{Int8, Int16, Uint8, Uint16};
+    tensors(op).any(|t| {
+        matches!(t.data_type, Int8 | Uint8 | Int16 | Uint16)
+            && t.element_count()
+                .saturating_mul(t.data_type.element_size() as u128)
+                % 4
+                != 0
+    })
+}
+
+fn float16(op: &OperatorDesc) -> bool {
+    tensors(op).any(|t| t.data_type == dmlcts_tensor::DataType::Float16)
 }
 
 /// Whether an entry keyed by backend, device text and versions applies to this backend.
@@ -206,7 +243,7 @@ impl NotEnforced {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dmlcts_tensor::{DataType, Slice1Desc, TensorDesc};
+    use dmlcts_tensor::{DataType, JoinDesc, Slice1Desc, SplitDesc, TensorDesc};
 
     fn slice(output: &[u32], strides: &[i32]) -> OperatorDesc {
         let input = TensorDesc::packed(DataType::Float32, &[3, 2, 4]);
@@ -252,6 +289,63 @@ mod tests {
             DataType::Float64,
         ] {
             assert!(!unsigned(&of(data_type, &[-2, 1])));
+        }
+    }
+
+    #[test]
+    fn narrow_integer_predicate_holds_on_8_and_16_bit_integers_whose_size_is_not_whole_words() {
+        let holds = predicate("tensor.narrow_integer_not_whole_words")
+            .unwrap()
+            .holds;
+        let slice = |data_type, input: &[u32], output: &[u32]| {
+            OperatorDesc::Slice1(Slice1Desc {
+                input_tensor: TensorDesc::packed(data_type, input),
+                output_tensor: TensorDesc::packed(data_type, output),
+                dimension_count: 1,
+                input_window_offsets: vec![1],
+                input_window_sizes: vec![3],
+                input_window_strides: vec![2],
+            })
+        };
+        // The finding's case: 5 bytes in, 2 bytes out.
+        assert!(holds(&slice(DataType::Int8, &[5], &[2])));
+        // Only the output is short of a word, or only the input.
+        assert!(holds(&slice(DataType::Uint8, &[8], &[2])));
+        assert!(holds(&slice(DataType::Int16, &[5], &[2])));
+        assert!(holds(&slice(DataType::Uint16, &[3], &[2])));
+        // Whole words everywhere, or a type of 32 bits or more.
+        assert!(!holds(&slice(DataType::Int8, &[8], &[4])));
+        assert!(!holds(&slice(DataType::Uint16, &[6], &[2])));
+        assert!(!holds(&slice(DataType::Float16, &[5], &[2])));
+        assert!(!holds(&slice(DataType::Int32, &[5], &[2])));
+        // A Join's inputs count as much as its output.
+        let join = OperatorDesc::Join(JoinDesc {
+            input_tensors: vec![
+                TensorDesc::packed(DataType::Int8, &[2]),
+                TensorDesc::packed(DataType::Int8, &[2]),
+            ],
+            output_tensor: TensorDesc::packed(DataType::Int8, &[4]),
+            axis: 0,
+        });
+        assert!(holds(&join));
+    }
+
+    #[test]
+    fn float16_predicate_holds_on_float16_operators_only() {
+        let holds = predicate("tensor.float16").unwrap().holds;
+        let split = |data_type| {
+            OperatorDesc::Split(SplitDesc {
+                input_tensor: TensorDesc::packed(data_type, &[4]),
+                output_tensors: vec![
+                    TensorDesc::packed(data_type, &[2]),
+                    TensorDesc::packed(data_type, &[2]),
+                ],
+                axis: 0,
+            })
+        };
+        assert!(holds(&split(DataType::Float16)));
+        for data_type in [DataType::Float32, DataType::Float64, DataType::Int16] {
+            assert!(!holds(&split(data_type)));
         }
     }
 
