@@ -4,6 +4,7 @@ Slice1's window arrays, and the cache of compiled modules keyed by what a framew
 Nothing here computes a value; dmlcts_adapter.py moves the bytes.
 """
 
+import os
 from collections import OrderedDict
 
 import dmlcts_adapter as adapter
@@ -70,19 +71,31 @@ def framework_key(operator):
     return (kind, fields, len(inputs), tensors)
 
 
+# How many compiled modules an adapter keeps; DMLCTS_ADAPTER_CACHE=0 turns the cache off (the
+# before/after measurements in docs/findings.md run the same campaign both ways).
+DEFAULT_CAPACITY = 256
+
+
+def cache_capacity():
+    text = os.environ.get("DMLCTS_ADAPTER_CACHE", "")
+    return int(text) if text.isdigit() else DEFAULT_CAPACITY
+
+
 class CompileCache:
     """Compiled modules by `framework_key`, the least recently used dropped past `capacity`.
     Only successes are kept: a refusal is re-derived each time (it is cheap, and an
     exception object would keep its traceback's frames alive)."""
 
-    def __init__(self, compile, capacity=256):
+    def __init__(self, compile, capacity=None):
         self.compile = compile
-        self.capacity = capacity
+        self.capacity = cache_capacity() if capacity is None else capacity
         self.modules = OrderedDict()
         self.hits = 0
         self.misses = 0
 
     def __call__(self, operator):
+        if self.capacity == 0:
+            return self.compile(operator)
         key = framework_key(operator)
         if key in self.modules:
             self.modules.move_to_end(key)
