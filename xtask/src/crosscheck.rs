@@ -9,7 +9,7 @@
 //! against that reference to record, or an oracle bug to fix.
 
 use dmlcts_cli::Host;
-use dmlcts_cli::backends::{BackendRequest, resolve};
+use dmlcts_cli::backends::{BackendRequest, Resolver, resolve};
 use dmlcts_cli::conformance::{apply_expectations, prepare};
 use dmlcts_fuzz::{BucketStatus, CampaignOptions, Mix, run_campaign};
 use dmlcts_harness::expectations::Expectations;
@@ -40,7 +40,11 @@ pub struct CrosscheckArgs {
     #[arg(long, value_name = "S", default_value_t = 2027)]
     pub seed: u64,
     /// Where a campaign saves each disagreement's minimal case
-    #[arg(long, value_name = "DIR", default_value = "reports/crosscheck-regressions")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "reports/crosscheck-regressions"
+    )]
     pub out: PathBuf,
 }
 
@@ -65,13 +69,33 @@ pub fn crosscheck_main(args: &CrosscheckArgs, host: &Host, root: &Path) -> i32 {
     } else {
         args.references.clone()
     };
-    let corpus = Corpus::embedded();
-    let mut tallies = Vec::new();
-    for name in &names {
-        let tally = crosscheck_one(name, args, host, &root.join("expectations"), &corpus);
-        tallies.push(tally);
-    }
-    dmlcts_cli::say!("\ncrosscheck: the oracle against {} references", tallies.len());
+    let (_, status) = crosscheck_with(
+        args,
+        &names,
+        &|request| resolve(host, request),
+        &root.join("expectations"),
+        &Corpus::embedded(),
+    );
+    status
+}
+
+/// Runs each named reference (made by `resolve`) against the oracle on `corpus` and, unless
+/// `--corpus-only`, a campaign; prints the table. Returns each reference's tally and the exit
+/// status: 1 when a reference could not run or disagreed where nothing explains it.
+fn crosscheck_with(
+    args: &CrosscheckArgs,
+    names: &[String],
+    resolve: Resolver<'_>,
+    expectations_dir: &Path,
+    corpus: &Corpus,
+) -> (Vec<Tally>, i32) {
+    let tallies: Vec<Tally> = (names.iter())
+        .map(|name| crosscheck_one(name, args, resolve, expectations_dir, corpus))
+        .collect();
+    dmlcts_cli::say!(
+        "\ncrosscheck: the oracle against {} references",
+        tallies.len()
+    );
     let mut status = 0;
     for t in &tallies {
         if let Some(reason) = &t.unavailable {
@@ -107,7 +131,7 @@ pub fn crosscheck_main(args: &CrosscheckArgs, host: &Host, root: &Path) -> i32 {
             status = 1;
         }
     }
-    status
+    (tallies, status)
 }
 
 /// The reference's expectations file, where it has one.
@@ -122,7 +146,7 @@ fn expectations_of(dir: &Path, name: &str) -> Result<Option<(Expectations, PathB
 fn crosscheck_one(
     name: &str,
     args: &CrosscheckArgs,
-    host: &Host,
+    resolve: Resolver<'_>,
     expectations_dir: &Path,
     corpus: &Corpus,
 ) -> Tally {
@@ -141,7 +165,7 @@ fn crosscheck_one(
         name: name.to_string(),
         ..BackendRequest::default()
     };
-    let resolved = match resolve(host, &request) {
+    let resolved = match resolve(&request) {
         Ok(resolved) => resolved,
         Err(e) => {
             tally.unavailable = Some(e);
@@ -164,9 +188,9 @@ fn crosscheck_one(
     });
     if let Some((e, path)) = &expectations {
         for case in apply_expectations(e, path, &run.info, "cargo xtask", name, &mut results) {
-            tally
-                .unexplained
-                .push(format!("the expectations file names `{case}`, which did not run"));
+            tally.unexplained.push(format!(
+                "the expectations file names `{case}`, which did not run"
+            ));
         }
     }
     for r in results.iter().filter(|r| r.status == Status::Failed) {
@@ -236,4 +260,166 @@ fn crosscheck_one(
         outcome.summary_line()
     );
     tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use dmlcts_backend_cpu::CpuBackend;
+    use dmlcts_cli::backends::Resolved;
+    use dmlcts_tensor::{
+        Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+        OutputBinding, ValidationProfile,
+    };
+    use std::sync::Arc;
+
+    /// The CPU backend as a "reference" with a planted bug: the first output byte of every
+    /// operator with a tensor of the planted type is flipped.
+    struct Reference {
+        cpu: CpuBackend,
+        planted: Option<DataType>,
+    }
+
+    struct Flipping<'a>(Box<dyn CompiledOperator + 'a>);
+
+    impl CompiledOperator for Flipping<'_> {
+        fn execute(
+            &self,
+            inputs: &[&[u8]],
+            outputs: &mut [OutputBinding<'_>],
+        ) -> Result<(), String> {
+            self.0.execute(inputs, outputs)?;
+            outputs[0].bytes_mut()[0] ^= 0x01;
+            Ok(())
+        }
+    }
+
+    impl Backend for Reference {
+        fn name(&self) -> String {
+            "planted".into()
+        }
+        fn feature_level(&self) -> FeatureLevel {
+            FeatureLevel::L4_1
+        }
+        fn device(&self) -> String {
+            "the CPU backend, version 1.0.0".into()
+        }
+        fn validation_profile(&self) -> ValidationProfile {
+            ValidationProfile::ValuesOnly
+        }
+        fn compile(
+            &self,
+            op: &OperatorDesc,
+        ) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+            let compiled = self.cpu.compile(op)?;
+            let planted = (op.inputs().into_iter().chain(op.outputs()))
+                .any(|(_, t)| Some(t.data_type) == self.planted);
+            Ok(if planted {
+                Box::new(Flipping(compiled))
+            } else {
+                compiled
+            })
+        }
+    }
+
+    #[derive(Parser)]
+    struct Words {
+        #[command(flatten)]
+        args: CrosscheckArgs,
+    }
+
+    /// The doc and edge cases and a 300-case campaign against the reference, with
+    /// `expectations` (YAML) as its expectations file.
+    fn crosscheck(planted: Option<DataType>, expectations: Option<&str>) -> (Tally, i32) {
+        let dir = std::env::temp_dir().join(format!(
+            "dmlcts-crosscheck-{}-{planted:?}-{}",
+            std::process::id(),
+            expectations.is_some()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        if let Some(text) = expectations {
+            std::fs::write(dir.join("planted.yaml"), text).unwrap();
+        }
+        let out = dir.join("out");
+        let out = out.to_str().unwrap();
+        let args = Words::parse_from(["crosscheck", "--cases", "300", "--out", out]).args;
+        let mut corpus = Corpus::embedded();
+        corpus
+            .cases
+            .retain(|c| c.name.starts_with("doc.") || c.name.starts_with("edge."));
+        let (mut tallies, status) = crosscheck_with(
+            &args,
+            &["planted".to_string()],
+            &|_| {
+                Ok(Resolved::single(Arc::new(Reference {
+                    cpu: CpuBackend::at_level(FeatureLevel::L4_1),
+                    planted,
+                })))
+            },
+            &dir,
+            &corpus,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        (tallies.remove(0), status)
+    }
+
+    #[test]
+    fn a_reference_that_agrees_with_the_oracle_passes_with_nothing_unexplained() {
+        let (tally, status) = crosscheck(None, None);
+        assert_eq!(status, 0, "{:?}", tally.unexplained);
+        assert!(tally.unexplained.is_empty());
+        assert!(tally.corpus.passed > 0);
+        assert_eq!(tally.corpus.failed, 0);
+        assert_eq!(tally.campaign_cases, 300);
+    }
+
+    #[test]
+    fn a_planted_bug_is_an_unexplained_disagreement_in_the_corpus_and_the_campaign() {
+        let (tally, status) = crosscheck(Some(DataType::Float32), None);
+        assert_eq!(status, 1);
+        assert!(tally.corpus.failed > 0);
+        assert!(
+            tally
+                .unexplained
+                .iter()
+                .any(|u| u.starts_with("corpus doc.")),
+            "{:?}",
+            tally.unexplained
+        );
+        assert!(
+            (tally.unexplained.iter()).any(|u| u.starts_with("campaign bucket values.")),
+            "{:?}",
+            tally.unexplained
+        );
+    }
+
+    #[test]
+    fn disagreements_the_reference_s_expectations_file_describes_are_explained_not_failures() {
+        // First without a file: the FLOAT16 corpus cases the planted bug fails.
+        let (tally, status) = crosscheck(Some(DataType::Float16), None);
+        assert_eq!(status, 1);
+        let failed: Vec<&str> = (tally.unexplained.iter())
+            .filter_map(|u| u.strip_prefix("corpus ")?.split(':').next())
+            .collect();
+        assert!(!failed.is_empty(), "{:?}", tally.unexplained);
+        let mut file = String::from("expected_failures:\n");
+        for case in &failed {
+            file.push_str(&format!(
+                "  - backend: planted\n    case: {case}\n    reason: planted\n"
+            ));
+        }
+        file.push_str(
+            "known_differences:\n  - name: planted float16\n    backend: planted\n    \
+             check: values\n    predicate: tensor.float16\n    reason: planted\n",
+        );
+        let (tally, status) = crosscheck(Some(DataType::Float16), Some(&file));
+        assert_eq!(status, 0, "{:?}", tally.unexplained);
+        assert_eq!(tally.corpus.expected_failures, failed.len());
+        assert!(
+            (tally.explained.iter()).any(|e| e.starts_with("planted float16 x ")),
+            "{:?}",
+            tally.explained
+        );
+    }
 }
