@@ -13,6 +13,7 @@
 
 mod backend;
 mod execute;
+pub mod overlap;
 pub mod spec;
 mod validate;
 
