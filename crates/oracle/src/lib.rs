@@ -19,4 +19,4 @@ mod validate;
 
 pub use backend::OracleBackend;
 pub use execute::{ExecuteError, OracleOutput, execute};
-pub use validate::{Violation, validate, validate_enforced};
+pub use validate::{Violation, broken_rules, validate, validate_enforced};

@@ -4,8 +4,7 @@
 use crate::overlap::{self, SharedAddress};
 use crate::spec;
 use dmlcts_tensor::{
-    FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc,
-    TensorDesc,
+    FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc, TensorDesc,
 };
 use std::fmt;
 
@@ -86,6 +85,16 @@ pub fn validate_enforced(
         OperatorDesc::Slice1(desc) => validate_slice1(desc, level, &mut check),
     }?;
     Ok(check.not_enforced)
+}
+
+/// Every rule `op` breaks at `level`, in the order `validate` checks them: `validate_enforced`
+/// for a backend that enforces none (so the same checks are left out after a broken rule).
+/// A must-reject case tests its rule alone where this is that rule and nothing else.
+pub fn broken_rules(op: &OperatorDesc, level: FeatureLevel) -> Vec<Violation> {
+    match validate_enforced(op, level, |_| false) {
+        Ok(broken) => broken,
+        Err(enforced) => vec![enforced], // unreachable: nothing is enforced
+    }
 }
 
 /// Where each broken rule goes: the error when it is enforced, else the list.
@@ -181,10 +190,12 @@ fn check_axis_and_sizes(
         return Ok(());
     }
     // Sizes are compared dimension by dimension only between tensors of one dimension count
-    // (a part with another count broke {op}.same_dimension_count, which was not enforced).
-    if parts
-        .iter()
-        .any(|(_, p)| p.dimension_count() != dimension_count)
+    // (a part with another count broke {op}.same_dimension_count, which was not enforced),
+    // and only when there are parts (none broke the count rule, which was not enforced).
+    if parts.is_empty()
+        || parts
+            .iter()
+            .any(|(_, p)| p.dimension_count() != dimension_count)
     {
         return Ok(());
     }
