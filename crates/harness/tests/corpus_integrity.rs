@@ -13,7 +13,7 @@ fn repository() -> PathBuf {
 fn the_corpus_loads_without_errors() {
     let corpus = Corpus::embedded();
     assert!(corpus.errors.is_empty(), "{:#?}", corpus.errors);
-    assert!(corpus.cases.len() > 750, "{} cases", corpus.cases.len());
+    assert!(corpus.cases.len() > 1100, "{} cases", corpus.cases.len());
 }
 
 #[test]
