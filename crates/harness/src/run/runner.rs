@@ -3,7 +3,7 @@
 //!
 //! 1. the case's stored expectation is checked against the oracle at the case's level;
 //! 2. skips: backend unavailable, data type not claimed, level above the claimed one, a
-//!    must-reject case at a level where it breaks another rule besides its own;
+//!    must-reject case at a level whose tables reject it too;
 //! 3. the backend must agree with the oracle on accept/reject at the running level, under its
 //!    validation profile: a must-reject case it accepts where every broken rule is one it
 //!    does not enforce is informational;
@@ -524,8 +524,10 @@ fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -
     None
 }
 
-/// A must-reject case runs only where it breaks its rule alone: where it breaks another too,
-/// a backend rejecting it for that one would pass without testing its rule.
+/// A must-reject case does not run where a level's table (or availability) rejects it too:
+/// a backend rejecting it for that would pass without testing its rule. (Rules no table
+/// decides break or hold at every level alike; the corpus integrity test keeps the corpus's
+/// cases free of them.)
 fn not_alone_reason(case: &Case, level: FeatureLevel) -> Option<String> {
     let Expectation::Reject { rule } = &case.expect else {
         return None;
@@ -533,7 +535,7 @@ fn not_alone_reason(case: &Case, level: FeatureLevel) -> Option<String> {
     let others: Vec<String> = broken_rules(&case.op, level)
         .into_iter()
         .map(|v| v.rule)
-        .filter(|r| r != rule)
+        .filter(|r| r != rule && dmlcts_oracle::spec::depends_on_feature_level(r))
         .collect();
     (!others.is_empty()).then(|| {
         format!(
