@@ -404,6 +404,23 @@ fn interleaved_outputs_past_two_to_the_20_elements_are_decided_exactly() {
 }
 
 #[test]
+fn more_output_elements_than_addresses_is_a_shared_address_without_listing() {
+    // 16384 x 16384 x 15 coordinates (within the element limit) over strides that reach
+    // only 268435470 addresses, past the bitmap's span.
+    let output = TensorDesc::strided(
+        DataType::Uint8,
+        &[1 << 14, 1 << 14, 15],
+        Some(&[1 << 13, (1 << 13) + 1, 1]),
+    );
+    let v = validate(&join_into(output), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(
+        v.message,
+        "OutputTensor.Strides [8192, 8193, 1] give 4026531840 coordinates only 268435470 \
+         element addresses: two of them share one"
+    );
+}
+
+#[test]
 fn a_zero_stride_on_a_size_1_output_dimension_is_valid() {
     let output = TensorDesc::strided(DataType::Float32, &[2, 1, 3], Some(&[3, 0, 1]));
     assert_eq!(validate(&join_into(output), FeatureLevel::L4_1), Ok(()));
