@@ -24,8 +24,6 @@ enum Bug {
     OutputAddressesUnchecked,
     /// Shared output addresses found only where a stride is 0.
     OnlyZeroStridesChecked,
-    /// At most 2^32 - 2 elements (rejects exactly 2^32 - 1).
-    ElementLimitOneShort,
     /// At most 2^32 elements (accepts exactly 2^32).
     ElementLimitOneOver,
     /// Split outputs or Join inputs past the last whole batch of 4 are not copied.
@@ -47,7 +45,6 @@ impl Bug {
                 | Bug::MinimumIn32Bits
                 | Bug::OutputAddressesUnchecked
                 | Bug::OnlyZeroStridesChecked
-                | Bug::ElementLimitOneShort
                 | Bug::ElementLimitOneOver
         )
     }
@@ -136,13 +133,6 @@ impl Backend for Planted {
         let unsupported = || CompileError::Unsupported("outside the planted bug".to_string());
         let broken = broken_rules(op, self.level);
         if self.bug.is_validation() {
-            if self.bug == Bug::ElementLimitOneShort
-                && tensors(op)
-                    .iter()
-                    .any(|t| t.element_count() >= u128::from(u32::MAX))
-            {
-                return Err(reject("more than 2^32 - 2 elements"));
-            }
             if broken.is_empty() {
                 return Err(unsupported());
             }
@@ -315,7 +305,6 @@ fn every_planted_bug_on_a_generated_edge_is_caught_by_a_generated_case() {
         Bug::MinimumIn32Bits,
         Bug::OutputAddressesUnchecked,
         Bug::OnlyZeroStridesChecked,
-        Bug::ElementLimitOneShort,
         Bug::ElementLimitOneOver,
         Bug::BatchOf4DropsTheRest,
         Bug::SinglePartCopiesBytes,
