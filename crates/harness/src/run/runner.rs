@@ -2,7 +2,8 @@
 //! conformance`, the fuzzer, a backend author's own tests):
 //!
 //! 1. the case's stored expectation is checked against the oracle at the case's level;
-//! 2. skips: backend unavailable, data type not claimed, level above the claimed one;
+//! 2. skips: backend unavailable, data type not claimed, level above the claimed one, a
+//!    must-reject case at a level whose tables reject it too;
 //! 3. the backend must agree with the oracle on accept/reject at the running level, under its
 //!    validation profile: a must-reject case it accepts where every broken rule is one it
 //!    does not enforce is informational;
@@ -14,7 +15,7 @@ use crate::corpus::{Case, Expectation};
 use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use crate::run::replay::{Replay, ReplayRecipe};
 use crate::text;
-use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
+use dmlcts_oracle::{OracleOutput, broken_rules, execute, validate, validate_enforced};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, Rejected,
 };
@@ -611,12 +612,37 @@ fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -
                 "checks another level's feature-level table; running at {level}"
             ));
         }
-    } else if level < stored_level {
+    }
+    if let Some(reason) = not_alone_reason(case, level) {
+        return Some(reason);
+    }
+    if !case.rejection_depends_on_level() && level < stored_level {
         return Some(format!(
             "needs feature level {stored_level}; running at {level}"
         ));
     }
     None
+}
+
+/// A must-reject case does not run where a level's table (or availability) rejects it too:
+/// a backend rejecting it for that would pass without testing its rule. (Rules no table
+/// decides break or hold at every level alike; the corpus integrity test keeps the corpus's
+/// cases free of them.)
+fn not_alone_reason(case: &Case, level: FeatureLevel) -> Option<String> {
+    let Expectation::Reject { rule } = &case.expect else {
+        return None;
+    };
+    let others: Vec<String> = broken_rules(&case.op, level)
+        .into_iter()
+        .map(|v| v.rule)
+        .filter(|r| r != rule && dmlcts_oracle::spec::depends_on_feature_level(r))
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "breaks {} as well as {rule} at {level}; runs only where {rule} is broken alone",
+            others.join(", ")
+        )
+    })
 }
 
 /// Tallies what an available backend did with the cases within the running level, so that
