@@ -20,5 +20,5 @@ pub use corpus::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use run::{
     CaseResult, DeviceFactory, Devices, RunOptions, SkipCheck, Status, corpus_trials, libtest_main,
     libtest_main_at_each_level, libtest_run, libtest_run_at_each_level, load_error_result,
-    replay_command, run_case, run_cases, shell_word, skip_reason,
+    replay_command, run_case, run_case_with_data_sets, run_cases, shell_word, skip_reason,
 };

@@ -15,6 +15,6 @@ pub use libtest::{
 };
 pub use load_error::load_error_result;
 pub use runner::{
-    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_cases, shell_word,
-    skip_reason,
+    CaseResult, RunOptions, SkipCheck, Status, replay_command, run_case, run_case_with_data_sets,
+    run_cases, shell_word, skip_reason,
 };
