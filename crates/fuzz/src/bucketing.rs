@@ -1,8 +1,12 @@
 //! How a campaign's failures are bucketed, shared by its jobs: a failure an expectations
-//! entry's predicate describes is known; another is counted in the bucket whose minimal case's
-//! shape it fits, or shrunk (within the shrink time) and bucketed by the signature of its
-//! minimal case; an acceptance the backend does not enforce by design is informational,
-//! bucketed as generated. A new bucket's case is saved as soon as it is found.
+//! entry's predicate describes is known; an acceptance of a must-reject case is counted in the
+//! bucket of its operator, rule (and table row), which shrinking cannot change; another is
+//! counted in the bucket whose minimal case's shape it fits, or shrunk (within the shrink
+//! time) and bucketed by the signature of its minimal case. Shrinking stops as soon as the
+//! case fits a bucket already found (a cheap check at each step: going on would only find
+//! that bucket again), and its time is charged to the bucket it ends in. An acceptance the
+//! backend does not enforce by design is informational, bucketed as generated. A new
+//! bucket's case is saved as soon as it is found.
 
 use crate::cases::case_seed;
 use crate::check::{CheckFailure, Checked, checked};
@@ -11,13 +15,18 @@ use crate::outcome::{Bucket, BucketStatus};
 use crate::save::{save_bucket, slug};
 use crate::shrink;
 use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
+use crate::strategies::random_inputs;
 use dmlcts_harness::Case;
 use dmlcts_harness::expectations::{KnownDifference, NotEnforced, predicate};
 use dmlcts_tensor::{Backend, OperatorKind};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Structural simplifications a re-shrink tries before walking the value tree, each a check:
+/// most failures that do not fit a bucket as generated fit one once packed or retyped.
+const CHEAP_CHECKS: usize = 8;
 
 /// How a failure is told apart from others before shrinking.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,31 +152,74 @@ impl<'a> Bucketing<'a> {
         }
     }
 
-    /// Shrinks a failure within the shrink time, keeping its verdict.
+    /// The bucket a failing case fits, if any (the one whose shape needs the most).
+    fn fitting(&self, verdict: &Verdict, case: &Case) -> Option<String> {
+        (self.lock().shapes.iter())
+            .filter(|shape| shape.fits(verdict, case))
+            .max_by_key(|shape| shape.needs.len())
+            .map(|shape| shape.id.clone())
+    }
+
+    /// Shrinks a failure within the shrink time, keeping its verdict; `stop_at_fit`: stop as
+    /// soon as the case fits a bucket already found. Whether it failed again, and the time.
     fn shrink(
         &self,
         backend: &dyn Backend,
         tree: &mut dyn ValueTree<Value = Case>,
         failure: CheckFailure,
         verdict: &Verdict,
-    ) -> (CheckFailure, bool) {
+        stop_at_fit: bool,
+    ) -> (CheckFailure, bool, Duration) {
         let start = Instant::now();
         let budget = self.options.shrink_time;
-        let still_fails = |case: &Case| match checked(backend, case, &self.not_enforced_rules) {
-            Err(f) if self.verdict(&f) == *verdict => Some(f),
-            _ => None,
+        // A failure on another data set is shrunk with that data set's seed.
+        let data_seed = failure.data_seed;
+        let still_fails = |case: &Case| {
+            let mut case = case.clone();
+            if let Some(seed) = data_seed {
+                case.inputs = random_inputs(&case.op, seed);
+            }
+            match checked(backend, &case, &[], &self.not_enforced_rules).0 {
+                Err(mut f) if self.verdict(&f) == *verdict => {
+                    f.data_seed = data_seed;
+                    Some(f)
+                }
+                _ => None,
+            }
         };
+        let enough =
+            |case: &Case, _: &CheckFailure| stop_at_fit && self.fitting(verdict, case).is_some();
         // A failure that does not come back (a hang of a shared machine, a flaky backend)
         // cannot be shrunk: it is kept as found, and says so. No shrink time: no re-run.
         if budget.is_zero() {
-            return (failure, true);
+            return (failure, true, Duration::ZERO);
         }
-        if still_fails(&tree.current()).is_none() {
-            return (failure, false);
-        }
-        let (minimal, failure) = shrink::shrink(tree, failure, start + budget * 3 / 5, still_fails);
-        let (_, failure) = shrink::normalize(minimal, failure, start + budget, still_fails);
-        (failure, true)
+        let Some(again) = still_fails(&tree.current()) else {
+            return (failure, false, start.elapsed());
+        };
+        let deadline = start + budget;
+        let (case, again) = match stop_at_fit {
+            true => shrink::normalize(
+                again.case.as_ref().clone(),
+                again,
+                deadline,
+                CHEAP_CHECKS,
+                still_fails,
+                enough,
+            ),
+            false => (again.case.as_ref().clone(), again),
+        };
+        let (minimal, failure) = shrink::shrink(
+            tree,
+            case,
+            again,
+            start + budget * 3 / 5,
+            still_fails,
+            enough,
+        );
+        let (_, failure) =
+            shrink::normalize(minimal, failure, deadline, usize::MAX, still_fails, enough);
+        (failure, true, start.elapsed())
     }
 
     pub(crate) fn handle(
@@ -190,10 +242,16 @@ impl<'a> Bucketing<'a> {
             }
             Class::Unknown => {
                 let mut state = self.lock();
-                let fitting = (state.shapes.iter())
-                    .filter(|shape| shape.fits(&verdict, &failure.case))
-                    .max_by_key(|shape| shape.needs.len())
-                    .map(|shape| shape.id.clone());
+                // An acceptance's bucket is its operator, rule and row: known before shrinking.
+                let fitting = if verdict.kind == CheckKind::Acceptance {
+                    let id = signature(CheckKind::Acceptance, &failure.case);
+                    state.buckets.contains_key(&id).then_some(id)
+                } else {
+                    (state.shapes.iter())
+                        .filter(|shape| shape.fits(&verdict, &failure.case))
+                        .max_by_key(|shape| shape.needs.len())
+                        .map(|shape| shape.id.clone())
+                };
                 if let Some(id) = fitting {
                     count_hit(&mut state, &id, index);
                     return;
@@ -207,8 +265,23 @@ impl<'a> Bucketing<'a> {
                     state.unclassified += 1;
                     return;
                 }
+                // Shrinking may reach a bucket only where one of the same check, operator and
+                // rule exists.
+                let op = failure.case.op.kind();
+                let could_fit = (state.shapes.iter())
+                    .any(|s| s.kind == verdict.kind && s.op == op && s.rule == verdict.rule);
                 drop(state);
-                let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
+                let (minimal, reproduced, spent) =
+                    self.shrink(backend, tree, failure, &verdict, could_fit);
+                // Stopped where it fits a bucket: counted there, its time charged to it.
+                if let Some(id) = self.fitting(&verdict, &minimal.case) {
+                    let mut state = self.lock();
+                    count_hit(&mut state, &id, index);
+                    if let Some(bucket) = state.buckets.get_mut(&id) {
+                        bucket.shrink_time += spent;
+                    }
+                    return;
+                }
                 let id = signature(minimal.kind, &minimal.case);
                 let status = match self
                     .known
@@ -222,7 +295,7 @@ impl<'a> Bucketing<'a> {
                     None => BucketStatus::New,
                 };
                 let shape = Shape::of(&id, &verdict, &minimal.case);
-                self.record(index, &id, status, minimal, reproduced, Some(shape));
+                self.record(index, &id, status, minimal, reproduced, Some(shape), spent);
                 return;
             }
         };
@@ -234,8 +307,8 @@ impl<'a> Bucketing<'a> {
                 return;
             }
         }
-        let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
-        self.record(index, &id, status, minimal, reproduced, None);
+        let (minimal, reproduced, spent) = self.shrink(backend, tree, failure, &verdict, false);
+        self.record(index, &id, status, minimal, reproduced, None, spent);
     }
 
     /// An acceptance the backend's profile (or the expectations file) says is by design:
@@ -263,6 +336,7 @@ impl<'a> Bucketing<'a> {
             kind: CheckKind::Acceptance,
             report,
             case: Box::new(case),
+            data_seed: None,
         };
         self.record(
             index,
@@ -271,11 +345,13 @@ impl<'a> Bucketing<'a> {
             failure,
             true,
             None,
+            Duration::ZERO,
         );
     }
 
     /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
     /// shape goes in under the same lock, so no hit can fit a shape whose bucket is missing.
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         index: u64,
@@ -284,6 +360,7 @@ impl<'a> Bucketing<'a> {
         failure: CheckFailure,
         reproduced: bool,
         shape: Option<Shape>,
+        shrink_time: Duration,
     ) {
         let bucket = Bucket {
             id: id.to_string(),
@@ -297,16 +374,19 @@ impl<'a> Bucketing<'a> {
             reproduced,
             saved: None,
             replay: None,
+            shrink_time,
         };
         let mut state = self.lock();
         state.shapes.extend(shape);
         match state.buckets.get_mut(id) {
             Some(existing) => {
                 existing.count += 1;
+                let shrink_time = existing.shrink_time + shrink_time;
                 if index < existing.first_index {
                     let count = existing.count;
                     *existing = Bucket { count, ..bucket };
                 }
+                existing.shrink_time = shrink_time;
             }
             None => {
                 let mut bucket = bucket;

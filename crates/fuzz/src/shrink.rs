@@ -4,9 +4,12 @@
 //! simplifications proptest cannot make (drop a dimension, a 4-byte element type, packed
 //! layouts, zero offsets, unit strides, full-size outputs) and keeps each one under which the
 //! failure stays the same: what is left is what the failure needs, which the signature names.
+//! Both stop early where `enough` holds for the simplest case so far (it fits a bucket
+//! already found, so shrinking it further would only find that bucket again).
 
 use crate::signature::max_copied;
-use crate::strategies::case_for;
+use crate::strategies::case_at;
+use crate::strategies::edit::{remade, retyped, without_dimension};
 use dmlcts_harness::Case;
 use dmlcts_tensor::{DataType, OperatorDesc, TensorDesc};
 use proptest::strategy::ValueTree;
@@ -18,16 +21,19 @@ use std::time::Instant;
 pub const MAX_SHRINK_STEPS: u32 = 4096;
 
 /// Walks `tree` towards simpler cases while `still_fails` holds, until the tree has nothing
-/// simpler, `MAX_SHRINK_STEPS` or the deadline. Returns the simplest failing case and what
-/// `still_fails` gave for it. `first` is what `still_fails` gave for `tree.current()`.
+/// simpler, `MAX_SHRINK_STEPS`, the deadline, or a case for which `enough` holds. Returns the
+/// simplest failing case and what `still_fails` gave for it. `first` is what `still_fails`
+/// gave for `start`, the case `tree.current()` stands for.
 pub fn shrink<F>(
     tree: &mut dyn ValueTree<Value = Case>,
+    start: Case,
     first: F,
     deadline: Instant,
     mut still_fails: impl FnMut(&Case) -> Option<F>,
+    enough: impl Fn(&Case, &F) -> bool,
 ) -> (Case, F) {
-    let mut best = (tree.current(), first);
-    if !tree.simplify() {
+    let mut best = (start, first);
+    if enough(&best.0, &best.1) || !tree.simplify() {
         return best;
     }
     for _ in 0..MAX_SHRINK_STEPS {
@@ -38,7 +44,7 @@ pub fn shrink<F>(
         match still_fails(&candidate) {
             Some(found) => {
                 best = (candidate, found);
-                if !tree.simplify() {
+                if enough(&best.0, &best.1) || !tree.simplify() {
                     break;
                 }
             }
@@ -52,20 +58,24 @@ pub fn shrink<F>(
     best
 }
 
-/// Applies structural simplifications while `still_fails` holds, until none applies or the
-/// deadline passes.
+/// Applies structural simplifications while `still_fails` holds, until none applies, the
+/// deadline passes, `max_checks` candidates were tried, or `enough` holds.
 pub fn normalize<F>(
     case: Case,
     found: F,
     deadline: Instant,
+    max_checks: usize,
     mut still_fails: impl FnMut(&Case) -> Option<F>,
+    enough: impl Fn(&Case, &F) -> bool,
 ) -> (Case, F) {
     let mut best = (case, found);
-    'again: while Instant::now() < deadline {
+    let mut checks = 0;
+    'again: while Instant::now() < deadline && !enough(&best.0, &best.1) {
         for op in simplifications(&best.0.op) {
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || checks >= max_checks {
                 break 'again;
             }
+            checks += 1;
             let candidate = rebuild(&best.0, op);
             if let Some(found) = still_fails(&candidate) {
                 best = (candidate, found);
@@ -77,51 +87,14 @@ pub fn normalize<F>(
     best
 }
 
-/// The case with another descriptor: the same name and input seeds, the expectation and
-/// level the oracle gives for the new descriptor.
+/// The case with another descriptor: the same name and input seeds, the expectation the
+/// oracle gives for the new descriptor at the case's level.
 fn rebuild(case: &Case, op: OperatorDesc) -> Case {
     let seed = match case.inputs.first() {
         Some(dmlcts_harness::corpus::data::TensorData::Random { seed }) => *seed,
         _ => 0,
     };
-    case_for(&case.name, op, seed)
-}
-
-/// `tensor` with different sizes, strides or type, keeping how far its
-/// TotalTensorSizeInBytes is from the minimum (so a near miss stays one).
-fn remade(
-    tensor: &TensorDesc,
-    data_type: DataType,
-    sizes: &[u32],
-    strides: Option<&[u32]>,
-) -> TensorDesc {
-    let old_minimum =
-        TensorDesc::strided(tensor.data_type, &tensor.sizes, tensor.strides.as_deref())
-            .total_tensor_size_in_bytes as i128;
-    let delta = tensor.total_tensor_size_in_bytes as i128 - old_minimum;
-    let mut new = TensorDesc::strided(data_type, sizes, strides);
-    let total = (new.total_tensor_size_in_bytes as i128 + delta).max(0);
-    new.total_tensor_size_in_bytes = u64::try_from(total).unwrap_or(u64::MAX);
-    new
-}
-
-fn without_dimension(tensor: &TensorDesc, d: usize) -> TensorDesc {
-    let mut sizes = tensor.sizes.clone();
-    if d < sizes.len() {
-        sizes.remove(d);
-    }
-    let strides = tensor.strides.as_ref().map(|s| {
-        let mut s = s.clone();
-        if d < s.len() {
-            s.remove(d);
-        }
-        s
-    });
-    remade(tensor, tensor.data_type, &sizes, strides.as_deref())
-}
-
-fn retyped(tensor: &TensorDesc, data_type: DataType) -> TensorDesc {
-    remade(tensor, data_type, &tensor.sizes, tensor.strides.as_deref())
+    case_at(&case.name, op, seed, case.feature_level)
 }
 
 fn packed(tensor: &TensorDesc) -> TensorDesc {
