@@ -22,6 +22,7 @@ use dmlcts_tensor::{Backend, OperatorKind};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Structural simplifications a re-shrink tries before walking the value tree, each a check:
@@ -96,6 +97,8 @@ pub(crate) struct Bucketing<'a> {
     /// Their rules, for the runner.
     pub(crate) not_enforced_rules: Vec<String>,
     pub(crate) state: Mutex<State>,
+    /// New buckets so far (read without the lock).
+    pub(crate) new_buckets: AtomicUsize,
 }
 
 impl<'a> Bucketing<'a> {
@@ -123,6 +126,7 @@ impl<'a> Bucketing<'a> {
                 shapes: Vec::new(),
                 unclassified: 0,
             }),
+            new_buckets: AtomicUsize::new(0),
         }
     }
 
@@ -390,6 +394,9 @@ impl<'a> Bucketing<'a> {
             }
             None => {
                 let mut bucket = bucket;
+                if bucket.status == BucketStatus::New {
+                    self.new_buckets.fetch_add(1, Ordering::Relaxed);
+                }
                 save_bucket(self.options, &mut bucket);
                 state.buckets.insert(id.to_string(), bucket);
             }

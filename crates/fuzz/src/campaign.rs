@@ -97,6 +97,11 @@ impl Campaign<'_> {
         if self.options.cases.is_some_and(|c| index >= c) {
             return None;
         }
+        if (self.options.stop_after_findings)
+            .is_some_and(|n| self.bucketing.new_buckets.load(Ordering::Relaxed) >= n)
+        {
+            return None;
+        }
         if self
             .options
             .time

@@ -58,6 +58,9 @@ pub struct CampaignOptions {
     pub pinned_level: Option<FeatureLevel>,
     /// New buckets after which failures that fit no bucket are only counted (not shrunk).
     pub max_findings: usize,
+    /// Stop taking cases once this many new buckets are found (for tests and tools that
+    /// only ask whether a campaign finds something).
+    pub stop_after_findings: Option<usize>,
     /// The time shrinking and normalizing one failure may take.
     pub shrink_time: Duration,
     /// Where each bucket's minimal case is saved; `None` saves nothing.
@@ -87,6 +90,7 @@ impl CampaignOptions {
             data_sets: 1,
             pinned_level: None,
             max_findings: DEFAULT_MAX_FINDINGS,
+            stop_after_findings: None,
             shrink_time: DEFAULT_SHRINK_TIME,
             out_dir: None,
             backend_name: backend_name.to_string(),
