@@ -10,6 +10,7 @@ use dmlcts_fuzz::{BucketStatus, CampaignOptions, CampaignOutcome, run_campaign_a
 use dmlcts_harness::{Corpus, Devices, Expectation, Status, run_case};
 use dmlcts_oracle::spec;
 use dmlcts_tensor::{Backend, FeatureLevel};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use table_first::{Bug, TableFirst, bugs};
@@ -35,9 +36,14 @@ const CORPUS_MISSES_TODAY: &[&str] = &[
 ];
 
 fn devices(bug: Option<Bug>) -> Vec<TableFirst> {
+    let largest = Arc::default();
     FeatureLevel::ALL
         .into_iter()
-        .map(|level| TableFirst { level, bug })
+        .map(|level| TableFirst {
+            level,
+            bug,
+            largest: Arc::clone(&largest),
+        })
         .collect()
 }
 
@@ -47,7 +53,7 @@ fn corpus_failures(bug: Option<Bug>, reject_only: bool) -> Vec<String> {
     let corpus = Corpus::embedded();
     assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);
     let mut devices = Devices::per_case(
-        Box::new(move |level| Arc::new(TableFirst { level, bug }) as Arc<dyn Backend>),
+        Box::new(move |level| Arc::new(TableFirst::new(level, bug)) as Arc<dyn Backend>),
         false,
     );
     let mut failures = Vec::new();
@@ -67,14 +73,16 @@ fn corpus_failures(bug: Option<Bug>, reject_only: bool) -> Vec<String> {
     failures
 }
 
-fn campaign(bug: Option<Bug>, stop_at_first: bool) -> CampaignOutcome {
+fn campaign(bug: Option<Bug>, stop_at_first: bool) -> (CampaignOutcome, BTreeMap<usize, u128>) {
     let devices = devices(bug);
     let job: Vec<&dyn Backend> = devices.iter().map(|d| d as &dyn Backend).collect();
     let mut options = CampaignOptions::new("table-first", 1);
     options.cases = Some(3000);
     options.shrink_time = Duration::ZERO;
     options.stop_after_findings = stop_at_first.then_some(1);
-    run_campaign_at_levels(&[job], &options, |_| {})
+    let outcome = run_campaign_at_levels(&[job], &options, |_| {});
+    let largest = devices[0].largest.lock().unwrap().clone();
+    (outcome, largest)
 }
 
 #[test]
@@ -90,8 +98,16 @@ fn there_is_one_planted_bug_per_rule_id_in_specs() {
 #[test]
 fn the_clean_backend_passes_the_corpus_and_a_campaign_at_every_level() {
     assert_eq!(corpus_failures(None, false), Vec::<String>::new());
-    let outcome = campaign(None, false);
+    let (outcome, largest) = campaign(None, false);
     assert_eq!(outcome.descriptors_run, 3000);
+    // The large tier: past 2^20 elements in every element size.
+    for size in [1, 2, 4, 8] {
+        assert!(
+            largest[&size] > 1 << 20,
+            "{size}-byte elements: at most {}",
+            largest[&size]
+        );
+    }
     let new: Vec<String> = outcome
         .new_buckets()
         .map(|b| format!("{}\n{}", b.id, b.report))
@@ -133,7 +149,7 @@ fn the_corpus_catches_every_planted_bug_but_those_it_misses_today() {
 fn a_3000_case_campaign_catches_every_planted_bug_at_the_offered_levels() {
     let mut missed = Vec::new();
     for bug in bugs() {
-        let outcome = campaign(Some(bug), true);
+        let (outcome, _) = campaign(Some(bug), true);
         let found: Vec<_> = outcome.new_buckets().collect();
         match found.first() {
             Some(bucket) => {

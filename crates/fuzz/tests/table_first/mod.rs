@@ -22,6 +22,8 @@ use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
     Rejected, TensorDesc,
 };
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 /// A planted bug: the rule it is about, and when its check misses a break.
 #[derive(Clone, Copy)]
@@ -322,10 +324,22 @@ pub fn bugs() -> Vec<Bug> {
     bugs
 }
 
-/// The backend at one level, with at most one planted bug.
+/// The backend at one level, with at most one planted bug; `largest` records, per element
+/// size, the most elements a tensor it accepted had.
 pub struct TableFirst {
     pub level: FeatureLevel,
     pub bug: Option<Bug>,
+    pub largest: Arc<Mutex<BTreeMap<usize, u128>>>,
+}
+
+impl TableFirst {
+    pub fn new(level: FeatureLevel, bug: Option<Bug>) -> TableFirst {
+        TableFirst {
+            level,
+            bug,
+            largest: Arc::default(),
+        }
+    }
 }
 
 struct Compiled(OperatorDesc);
@@ -393,7 +407,14 @@ impl Backend for TableFirst {
                 rule: Some(rule.clone()),
                 message: "refused (tables first)".into(),
             })),
-            None => Ok(Box::new(Compiled(op.clone()))),
+            None => {
+                let mut largest = self.largest.lock().unwrap_or_else(|e| e.into_inner());
+                for (t, _) in tensors(op) {
+                    let most = largest.entry(t.data_type.element_size()).or_default();
+                    *most = (*most).max(t.element_count());
+                }
+                Ok(Box::new(Compiled(op.clone())))
+            }
         }
     }
 }
