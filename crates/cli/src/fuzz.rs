@@ -229,6 +229,9 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
     Ok(options)
 }
 
+/// A job's devices: the backend at each level the campaign runs at.
+type JobDevices = Vec<Arc<dyn Backend>>;
+
 /// One backend instance per job (out-of-process backends start one process each), each as a
 /// device per level the campaign runs at, and the time starting them took; a backend that
 /// cannot be made, or not at `--feature-level`, is exit status 2.
@@ -236,7 +239,7 @@ fn start_instances(
     args: &FuzzArgs,
     host: &Host,
     jobs: usize,
-) -> Result<(Vec<Vec<Arc<dyn Backend>>>, Duration), i32> {
+) -> Result<(Vec<JobDevices>, Duration), i32> {
     let backend_name = args.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),

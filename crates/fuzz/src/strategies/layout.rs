@@ -127,9 +127,9 @@ pub fn tensor(
         }
         Layout::Broadcast(zero) => {
             let mut strides = nested_strides(sizes, &row_major, &[], 1);
-            for d in 0..dims {
-                if zero.get(d) == Some(&true) {
-                    strides[d] = 0;
+            for (stride, &zero) in strides.iter_mut().zip(zero) {
+                if zero {
+                    *stride = 0;
                 }
             }
             Some(strides)

@@ -160,7 +160,7 @@ fn strides_count(op: &mut OperatorDesc, p: Picks) -> &'static str {
     // Without its last stride, an interleaved output's last dimension would not move its
     // address, and its addresses would overlap.
     let can_drop = !strides.is_empty() && (!is_output || is_nested(tensor));
-    let edge = if p.edge % 2 == 0 && can_drop {
+    let edge = if p.edge.is_multiple_of(2) && can_drop {
         strides.pop();
         "one stride fewer than dimensions"
     } else {
@@ -325,7 +325,7 @@ fn output_addresses_distinct(op: &mut OperatorDesc, p: Picks) -> Option<&'static
         return None;
     }
     moving.sort_by_key(|&d| (strides[d], d));
-    let edge = if p.edge % 2 == 0 || moving.len() < 2 {
+    let edge = if p.edge.is_multiple_of(2) || moving.len() < 2 {
         strides[moving[usize::from(p.dim) % moving.len()]] = 0;
         "a 0 stride on a dimension of size > 1"
     } else {
@@ -384,9 +384,9 @@ fn split_join_rule(
         }
         "same_dimension_count" => {
             let at = usize::from(p.tensor) % parts.len();
-            if p.edge % 2 == 0 && counts.contains(&(dims + 1)) {
+            if p.edge.is_multiple_of(2) && counts.contains(&(dims + 1)) {
                 // One dimension more on the whole or on a part (the axis stays in range).
-                if p.dim % 2 == 0 {
+                if p.dim.is_multiple_of(2) {
                     *whole = with_unit_dimension(whole, dims);
                 } else {
                     parts[at] = with_unit_dimension(&parts[at], dims);
@@ -420,7 +420,7 @@ fn split_join_rule(
         "dimension_count_supported" => {
             let below = *counts.start() - 1;
             let above = *counts.end() + 1;
-            if (p.edge % 2 == 0 || above > 9) && below >= 1 && below < dims {
+            if (p.edge.is_multiple_of(2) || above > 9) && below >= 1 && below < dims {
                 // Drop non-axis dimensions from every tensor, down to one fewer than the row.
                 let mut candidates: Vec<usize> = (0..dims).filter(|&d| d != a).collect();
                 let turn = usize::from(p.dim) % candidates.len();
@@ -480,7 +480,7 @@ fn split_join_rule(
                 (&mut parts[at], parts_are_outputs)
             };
             let mut sizes = target.sizes.clone();
-            let edge = if p.edge % 2 == 0 || sizes[d] < 2 {
+            let edge = if p.edge.is_multiple_of(2) || sizes[d] < 2 {
                 sizes[d] += 1;
                 "one larger off the axis"
             } else {
@@ -491,7 +491,7 @@ fn split_join_rule(
             edge
         }
         "output_sizes_sum_to_input" | "input_sizes_sum_to_output" => {
-            let on_whole = p.tensor % 2 == 0;
+            let on_whole = p.tensor.is_multiple_of(2);
             let (target, is_output) = if on_whole {
                 (whole, whole_is_output)
             } else {
@@ -499,13 +499,13 @@ fn split_join_rule(
                 (&mut parts[at], parts_are_outputs)
             };
             let mut sizes = target.sizes.clone();
-            let edge = match (on_whole, p.edge % 2 == 0 || sizes[a] < 2) {
+            let edge = match (on_whole, p.edge.is_multiple_of(2) || sizes[a] < 2) {
                 (true, true) => "the whole one larger along the axis",
                 (true, false) => "the whole one smaller along the axis",
                 (false, true) => "a part one larger along the axis",
                 (false, false) => "a part one smaller along the axis",
             };
-            if p.edge % 2 == 0 || sizes[a] < 2 {
+            if p.edge.is_multiple_of(2) || sizes[a] < 2 {
                 sizes[a] += 1;
             } else {
                 sizes[a] -= 1;
@@ -525,7 +525,7 @@ fn slice1_rule(rule: &str, d: &mut Slice1Desc, tables: &Tables, p: Picks) -> Opt
     let i = usize::from(p.dim) % dims.max(1);
     let edge = match local {
         "window_arrays_length" => {
-            let longer = p.edge % 2 == 0;
+            let longer = p.edge.is_multiple_of(2);
             match p.tensor % 3 {
                 0 if longer => d.input_window_offsets.push(0),
                 1 if longer => d.input_window_sizes.push(1),
@@ -544,7 +544,7 @@ fn slice1_rule(rule: &str, d: &mut Slice1Desc, tables: &Tables, p: Picks) -> Opt
             // The output's last dimension: the windows of the others still fit it.
             let more = counts.contains(&(dims + 1));
             let fewer = dims >= 2 && counts.contains(&(dims - 1));
-            if more && (p.edge % 2 == 0 || !fewer) {
+            if more && (p.edge.is_multiple_of(2) || !fewer) {
                 d.output_tensor = with_unit_dimension(&d.output_tensor, dims);
                 "an output with one dimension more"
             } else if fewer {
@@ -555,7 +555,7 @@ fn slice1_rule(rule: &str, d: &mut Slice1Desc, tables: &Tables, p: Picks) -> Opt
             }
         }
         "dimension_count_matches_tensors" => {
-            if p.edge % 2 == 0 || dims == 0 {
+            if p.edge.is_multiple_of(2) || dims == 0 {
                 d.dimension_count += 1;
                 d.input_window_offsets.push(0);
                 d.input_window_sizes.push(1);
@@ -581,7 +581,7 @@ fn slice1_rule(rule: &str, d: &mut Slice1Desc, tables: &Tables, p: Picks) -> Opt
             let below = counts.start().checked_sub(1);
             let above = *counts.end() + 1;
             match below {
-                Some(below) if (p.edge % 2 == 0 || above > 9) && below < dims => {
+                Some(below) if (p.edge.is_multiple_of(2) || above > 9) && below < dims => {
                     for _ in below..dims {
                         let k = usize::from(p.dim) % d.input_tensor.sizes.len();
                         remove_slice1_dimension(d, k);
