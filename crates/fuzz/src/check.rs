@@ -115,12 +115,21 @@ pub fn check_case_data_sets(
     (invariants(backend, case, &options), checked)
 }
 
+/// The invariants run on cases up to this many elements: the large tier's cases (past 2^20)
+/// are checked by the runner alone, as the invariants would double their cost for what the
+/// large tier's Join and Slice1 cases check directly.
+const INVARIANT_MAX_ELEMENTS: u128 = 1 << 20;
+
 /// The invariants of a valid case that passed.
 fn invariants(
     backend: &dyn Backend,
     case: &Case,
     options: &RunOptions,
 ) -> Result<Checked, CheckFailure> {
+    let tensors = case.op.inputs().into_iter().chain(case.op.outputs());
+    if tensors.map(|(_, t)| t.element_count()).max() > Some(INVARIANT_MAX_ELEMENTS) {
+        return Ok(Checked::Passed);
+    }
     let invariant = match &case.op {
         OperatorDesc::Split(_) => join_of_split_is_identity(backend, case),
         OperatorDesc::Slice1(_) => reversing_twice_is_identity(backend, case),

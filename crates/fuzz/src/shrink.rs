@@ -15,10 +15,11 @@ use dmlcts_tensor::{DataType, OperatorDesc, TensorDesc};
 use proptest::strategy::ValueTree;
 use std::time::Instant;
 
-/// Steps of the value tree at most: enough to reach a small case (proptest's flat-mapped
-/// trees can otherwise take hundreds of thousands of steps polishing seeds and indices);
-/// `normalize` does the rest.
-pub const MAX_SHRINK_STEPS: u32 = 4096;
+/// Steps of the value tree at most: enough to take the big steps (proptest's flat-mapped
+/// trees can otherwise take hundreds of thousands of steps polishing seeds and indices, each
+/// a run of the case); `normalize` does the rest, in steps that each remove a feature, a part
+/// or half a dimension.
+pub const MAX_SHRINK_STEPS: u32 = 512;
 
 /// Walks `tree` towards simpler cases while `still_fails` holds, until the tree has nothing
 /// simpler, `MAX_SHRINK_STEPS`, the deadline, or a case for which `enough` holds. Returns the
@@ -233,6 +234,115 @@ fn simplifications(op: &OperatorDesc) -> Vec<OperatorDesc> {
             }
         }
     }
+    candidates.extend(fewer_parts_and_axis_first(op));
+    candidates.extend(halved_dimensions(op));
     candidates.retain(|c| c != op);
+    candidates
+}
+
+/// Split's input or Join's output, the parts, the axis.
+fn whole_and_parts(
+    op: &mut OperatorDesc,
+) -> Option<(&mut TensorDesc, &mut Vec<TensorDesc>, &mut u32)> {
+    match op {
+        OperatorDesc::Split(d) => Some((&mut d.input_tensor, &mut d.output_tensors, &mut d.axis)),
+        OperatorDesc::Join(d) => Some((&mut d.output_tensor, &mut d.input_tensors, &mut d.axis)),
+        OperatorDesc::Slice1(_) => None,
+    }
+}
+
+/// Split and Join: the axis moved to dimension 0 (dimensions 0 and Axis swapped in every
+/// tensor), and each part dropped (the whole one part shorter along the axis).
+fn fewer_parts_and_axis_first(op: &OperatorDesc) -> Vec<OperatorDesc> {
+    let mut candidates = Vec::new();
+    let mut first = op.clone();
+    if let Some((_, _, axis)) = whole_and_parts(&mut first)
+        && *axis > 0
+    {
+        let a = *axis as usize;
+        *axis = 0;
+        for tensor in tensors_mut(&mut first) {
+            if a < tensor.sizes.len() {
+                tensor.sizes.swap(0, a);
+            }
+            if let Some(strides) = &mut tensor.strides
+                && a < strides.len()
+            {
+                strides.swap(0, a);
+            }
+        }
+        candidates.push(first);
+    }
+    let parts = whole_and_parts(&mut op.clone()).map_or(0, |(_, parts, _)| parts.len());
+    for k in 0..parts {
+        let mut candidate = op.clone();
+        let Some((whole, parts, axis)) = whole_and_parts(&mut candidate) else {
+            break;
+        };
+        let a = *axis as usize;
+        if parts.len() < 2 || a >= whole.sizes.len() || a >= parts[k].sizes.len() {
+            break;
+        }
+        let dropped = parts.remove(k);
+        let mut sizes = whole.sizes.clone();
+        sizes[a] = sizes[a].saturating_sub(dropped.sizes[a]).max(1);
+        *whole = remade(whole, whole.data_type, &sizes, whole.strides.as_deref());
+        candidates.push(candidate);
+    }
+    candidates
+}
+
+/// Each dimension of size > 1 halved (rounded up): every tensor's, off a Split's or Join's
+/// axis; a Slice1's input, with its window and output brought inside it.
+fn halved_dimensions(op: &OperatorDesc) -> Vec<OperatorDesc> {
+    let half = |size: u32| size.div_ceil(2);
+    let mut candidates = Vec::new();
+    match op {
+        OperatorDesc::Slice1(s) => {
+            for d in 0..s.input_tensor.sizes.len() {
+                let input = s.input_tensor.sizes[d];
+                if input < 2 || d >= s.input_window_sizes.len() || d >= s.output_tensor.sizes.len()
+                {
+                    continue;
+                }
+                let mut c = s.clone();
+                let new_input = half(input);
+                c.input_tensor = resized(&s.input_tensor, d, new_input);
+                let offset = s.input_window_offsets.get(d).copied().unwrap_or(0);
+                let offset = offset.min(new_input - 1);
+                if let Some(o) = c.input_window_offsets.get_mut(d) {
+                    *o = offset;
+                }
+                let window = s.input_window_sizes[d].min(new_input - offset);
+                c.input_window_sizes[d] = window;
+                let stride = s.input_window_strides.get(d).copied().unwrap_or(1);
+                let output = s.output_tensor.sizes[d].min(max_copied(window, stride).max(1));
+                c.output_tensor = resized(&s.output_tensor, d, output);
+                candidates.push(OperatorDesc::Slice1(c));
+            }
+        }
+        _ => {
+            let mut probe = op.clone();
+            let Some((whole, _, axis)) = whole_and_parts(&mut probe) else {
+                return candidates;
+            };
+            let (dims, axis) = (whole.sizes.len(), *axis as usize);
+            for d in (0..dims).filter(|&d| d != axis) {
+                let mut candidate = op.clone();
+                let mut changed = false;
+                for tensor in tensors_mut(&mut candidate) {
+                    if let Some(&size) = tensor.sizes.get(d)
+                        && size > 1
+                    {
+                        *tensor = resized(tensor, d, half(size));
+                        changed = true;
+                    }
+                }
+                if changed {
+                    candidates.push(candidate);
+                }
+            }
+        }
+    }
     candidates
 }

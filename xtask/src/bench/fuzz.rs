@@ -3,7 +3,9 @@
 //! runs it) against the same backend with one planted execution bug, in rounds: each round
 //! runs the clean campaign and the buggy one on the same seed (the seed changes from round to
 //! round), so each round gives one ratio. Reported: cases per second of each, the per-round
-//! ratio buggy / clean as median [min-max], the buggy campaigns' buckets and shrink time.
+//! ratio buggy / clean as median [min-max], the same ratio of the processor time the two took
+//! (on a shared machine the wall clock also counts other processes' turns), and the buggy
+//! campaigns' buckets and shrink time.
 
 use super::Options;
 use super::report::{range_json, write_json};
@@ -88,6 +90,26 @@ impl Backend for Planted {
     }
 }
 
+/// The processor time this process has used, in seconds (user and system, every thread), from
+/// /proc/self/stat; None where there is no such file.
+fn processor_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// A campaign, and the processor time it took.
+fn timed_campaign(bug: Option<Bug>, seed: u64) -> (CampaignOutcome, Option<f64>) {
+    let before = processor_seconds();
+    let outcome = campaign(bug, seed);
+    let used = processor_seconds()
+        .zip(before)
+        .map(|(after, before)| after - before);
+    (outcome, used)
+}
+
 fn campaign(bug: Option<Bug>, seed: u64) -> CampaignOutcome {
     let devices: Vec<Planted> = FeatureLevel::ALL
         .into_iter()
@@ -109,24 +131,35 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
         options.runs
     );
     println!(
-        "{:44} {:>22} {:>22} {:>20} {:>8} {:>10}",
-        "planted bug", "clean cases/s", "buggy cases/s", "buggy / clean", "buckets", "shrink s"
+        "{:44} {:>22} {:>22} {:>20} {:>20} {:>8} {:>9}",
+        "planted bug",
+        "clean cases/s",
+        "buggy cases/s",
+        "buggy / clean",
+        "processor time ratio",
+        "buckets",
+        "shrink s"
     );
     let mut rows = Vec::new();
     let mut failed = false;
     for bug in Bug::ALL {
         let (mut clean, mut buggy, mut ratios, mut shrink) = (vec![], vec![], vec![], vec![]);
+        let mut processor_ratios = Vec::new();
         let mut buckets = Vec::new();
         for round in 0..options.runs {
             let seed = 2026 + round as u64;
             // Alternate which goes first, so neither always runs on a warmer machine.
-            let (c, b) = if round % 2 == 0 {
-                let c = campaign(None, seed);
-                (c, campaign(Some(bug), seed))
+            let ((c, c_cpu), (b, b_cpu)) = if round % 2 == 0 {
+                let c = timed_campaign(None, seed);
+                (c, timed_campaign(Some(bug), seed))
             } else {
-                let b = campaign(Some(bug), seed);
-                (campaign(None, seed), b)
+                let b = timed_campaign(Some(bug), seed);
+                (timed_campaign(None, seed), b)
             };
+            // Clean processor time over buggy: the buggy campaign's speed relative to the clean.
+            if let (Some(c_cpu), Some(b_cpu)) = (c_cpu, b_cpu) {
+                processor_ratios.push(c_cpu / b_cpu.max(1e-9));
+            }
             if c.new_buckets().next().is_some() || b.new_buckets().next().is_none() {
                 eprintln!(
                     "error: seed {seed}: the clean campaign found {} bucket(s), the buggy one {}",
@@ -143,6 +176,7 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
         }
         let (clean, buggy, ratio, shrink) =
             (spread(clean), spread(buggy), spread(ratios), spread(shrink));
+        let processor = (!processor_ratios.is_empty()).then(|| spread(processor_ratios));
         let range = |v: (f64, f64, f64), digits: usize| {
             format!("{:.*} [{:.*}-{:.*}]", digits, v.0, digits, v.1, digits, v.2)
         };
@@ -165,6 +199,7 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
             "clean_cases_per_second": range_json(clean),
             "buggy_cases_per_second": range_json(buggy),
             "buggy_over_clean": range_json(ratio),
+            "buggy_over_clean_processor_time": processor.map(range_json),
             "buggy_shrink_seconds": range_json(shrink),
             "buggy_buckets": buckets,
         }));
