@@ -45,6 +45,31 @@ struct Verdict {
     class: Class,
 }
 
+/// What shrinking took: failures shrunk, runs of a case, time. A bucket's shrinking, first
+/// and later, adds up in it (one budget per bucket).
+#[derive(Clone, Copy, Debug, Default)]
+struct Effort {
+    shrinks: u64,
+    checks: u64,
+    time: Duration,
+}
+
+impl Effort {
+    fn of(bucket: &Bucket) -> Effort {
+        Effort {
+            shrinks: bucket.shrinks,
+            checks: bucket.shrink_checks,
+            time: bucket.shrink_time,
+        }
+    }
+
+    fn add_to(self, bucket: &mut Bucket) {
+        bucket.shrinks += self.shrinks;
+        bucket.shrink_checks += self.checks;
+        bucket.shrink_time += self.time;
+    }
+}
+
 /// The buckets so far and the shapes that fit them, behind the campaign's lock.
 pub(crate) struct State {
     pub(crate) buckets: HashMap<String, Bucket>,
@@ -165,7 +190,7 @@ impl<'a> Bucketing<'a> {
     }
 
     /// Shrinks a failure within the shrink time, keeping its verdict; `stop_at_fit`: stop as
-    /// soon as the case fits a bucket already found. Whether it failed again, and the time.
+    /// soon as the case fits a bucket already found. Whether it failed again, and the effort.
     fn shrink(
         &self,
         backend: &dyn Backend,
@@ -173,12 +198,19 @@ impl<'a> Bucketing<'a> {
         failure: CheckFailure,
         verdict: &Verdict,
         stop_at_fit: bool,
-    ) -> (CheckFailure, bool, Duration) {
+    ) -> (CheckFailure, bool, Effort) {
         let start = Instant::now();
         let budget = self.options.shrink_time;
         // A failure on another data set is shrunk with that data set's seed.
         let data_seed = failure.data_seed;
+        let checks = std::cell::Cell::new(0u64);
+        let effort = |checks: &std::cell::Cell<u64>| Effort {
+            shrinks: 1,
+            checks: checks.get(),
+            time: start.elapsed(),
+        };
         let still_fails = |case: &Case| {
+            checks.set(checks.get() + 1);
             let mut case = case.clone();
             if let Some(seed) = data_seed {
                 case.inputs = random_inputs(&case.op, seed);
@@ -196,10 +228,10 @@ impl<'a> Bucketing<'a> {
         // A failure that does not come back (a hang of a shared machine, a flaky backend)
         // cannot be shrunk: it is kept as found, and says so. No shrink time: no re-run.
         if budget.is_zero() {
-            return (failure, true, Duration::ZERO);
+            return (failure, true, Effort::default());
         }
         let Some(again) = still_fails(&tree.current()) else {
-            return (failure, false, start.elapsed());
+            return (failure, false, effort(&checks));
         };
         let deadline = start + budget;
         let (case, again) = match stop_at_fit {
@@ -223,7 +255,7 @@ impl<'a> Bucketing<'a> {
         );
         let (_, failure) =
             shrink::normalize(minimal, failure, deadline, usize::MAX, still_fails, enough);
-        (failure, true, start.elapsed())
+        (failure, true, effort(&checks))
     }
 
     pub(crate) fn handle(
@@ -282,7 +314,7 @@ impl<'a> Bucketing<'a> {
                     let mut state = self.lock();
                     count_hit(&mut state, &id, index);
                     if let Some(bucket) = state.buckets.get_mut(&id) {
-                        bucket.shrink_time += spent;
+                        spent.add_to(bucket);
                     }
                     return;
                 }
@@ -349,7 +381,7 @@ impl<'a> Bucketing<'a> {
             failure,
             true,
             None,
-            Duration::ZERO,
+            Effort::default(),
         );
     }
 
@@ -364,7 +396,7 @@ impl<'a> Bucketing<'a> {
         failure: CheckFailure,
         reproduced: bool,
         shape: Option<Shape>,
-        shrink_time: Duration,
+        effort: Effort,
     ) {
         let bucket = Bucket {
             id: id.to_string(),
@@ -378,19 +410,23 @@ impl<'a> Bucketing<'a> {
             reproduced,
             saved: None,
             replay: None,
-            shrink_time,
+            shrink_time: effort.time,
+            shrinks: effort.shrinks,
+            shrink_checks: effort.checks,
         };
         let mut state = self.lock();
         state.shapes.extend(shape);
         match state.buckets.get_mut(id) {
             Some(existing) => {
                 existing.count += 1;
-                let shrink_time = existing.shrink_time + shrink_time;
                 if index < existing.first_index {
-                    let count = existing.count;
+                    // The new case replaces the old one; what shrinking took so far stays.
+                    let (count, before) = (existing.count, Effort::of(existing));
                     *existing = Bucket { count, ..bucket };
+                    before.add_to(existing);
+                } else {
+                    effort.add_to(existing);
                 }
-                existing.shrink_time = shrink_time;
             }
             None => {
                 let mut bucket = bucket;

@@ -54,6 +54,10 @@ pub struct Bucket {
     pub replay: Option<String>,
     /// Time spent shrinking its hits, all together (one budget per bucket).
     pub shrink_time: Duration,
+    /// How many of its hits were shrunk (the rest were counted as they came).
+    pub shrinks: u64,
+    /// Runs of a case while shrinking them.
+    pub shrink_checks: u64,
 }
 
 #[derive(Clone, Debug)]

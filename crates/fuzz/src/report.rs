@@ -84,6 +84,8 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
                 "first_case_index": b.first_index,
                 "first_case_seed": b.first_seed,
                 "shrink_seconds": b.shrink_time.as_secs_f64(),
+                "shrinks": b.shrinks,
+                "shrink_checks": b.shrink_checks,
                 "saved_case": b.saved.as_ref().map(|p| p.display().to_string()),
                 "replay": b.replay,
                 "report": b.report,

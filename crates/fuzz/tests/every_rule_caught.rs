@@ -174,3 +174,42 @@ fn a_3000_case_campaign_catches_every_planted_bug_at_the_offered_levels() {
     }
     assert!(missed.is_empty(), "not caught: {missed:#?}");
 }
+
+#[test]
+fn a_bucket_of_a_level_table_bug_names_its_level_and_its_saved_case_replays_there() {
+    let bug = bugs()
+        .into_iter()
+        .find(|b| b.rule == "split.data_type_supported");
+    let dir = std::env::temp_dir().join(format!("dmlcts-levels-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let devices = devices(bug);
+    let job: Vec<&dyn Backend> = devices.iter().map(|d| d as &dyn Backend).collect();
+    let mut options = CampaignOptions::new("table-first", 1);
+    options.cases = Some(3000);
+    options.stop_after_findings = Some(1);
+    options.out_dir = Some(dir.clone());
+    let outcome = run_campaign_at_levels(&[job], &options, |_| {});
+    let bucket = outcome.new_buckets().next().expect("caught");
+    let level = bucket.case.feature_level;
+    assert!(level < FeatureLevel::L4_1, "{level}");
+    let row = dmlcts_fuzz::signature::level_row(bucket.case.op.kind(), level);
+    assert_eq!(
+        bucket.id,
+        format!("acceptance.split.split.data_type_supported.at_{row}")
+    );
+    let saved = Corpus::load_path(bucket.saved.as_ref().expect("saved"));
+    assert!(saved.errors.is_empty(), "{:?}", saved.errors);
+    let case = &saved.cases[0];
+    assert_eq!(case.feature_level, level);
+    // Replayed as `conformance` runs a case: on the device at its own level.
+    for (bug, status) in [(bug, Status::Failed), (None, Status::Passed)] {
+        let mut devices = Devices::per_case(
+            Box::new(move |level| Arc::new(TableFirst::new(level, bug)) as Arc<dyn Backend>),
+            false,
+        );
+        let (device, options) = devices.for_case(case);
+        assert_eq!(device.feature_level(), level);
+        assert_eq!(run_case(device.as_ref(), case, &options).status, status);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
