@@ -6,6 +6,10 @@
 //! ratio buggy / clean as median [min-max], the same ratio of the processor time the two took
 //! (on a shared machine the wall clock also counts other processes' turns), and the buggy
 //! campaigns' buckets and shrink time.
+//!
+//! Then a backend that compiles slowly (the CPU backend after a 10 ms wait in each compile,
+//! as a JIT or a compiler per module takes): the same campaign with one data set per
+//! descriptor and with 8, side by side; cases per second and descriptors per second of each.
 
 use super::Options;
 use super::report::{range_json, write_json};
@@ -124,6 +128,95 @@ fn campaign(bug: Option<Bug>, seed: u64) -> CampaignOutcome {
     run_campaign_at_levels(&[job], &options, |_| {})
 }
 
+/// The CPU backend at one level, waiting `COMPILE_WAIT` in each compile.
+struct SlowCompile {
+    real: CpuBackend,
+}
+
+const COMPILE_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+/// Descriptors per slow-compile campaign.
+const SLOW_DESCRIPTORS: u64 = 300;
+
+impl Backend for SlowCompile {
+    fn name(&self) -> String {
+        "cpu-slow-compile".into()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        self.real.feature_level()
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        std::thread::sleep(COMPILE_WAIT);
+        self.real.compile(op)
+    }
+}
+
+fn slow_campaign(data_sets: usize, seed: u64) -> CampaignOutcome {
+    let devices: Vec<SlowCompile> = FeatureLevel::ALL
+        .into_iter()
+        .map(|level| SlowCompile {
+            real: CpuBackend::at_level(level),
+        })
+        .collect();
+    let job: Vec<&dyn Backend> = devices.iter().map(|d| d as &dyn Backend).collect();
+    let mut options = CampaignOptions::new("cpu-slow-compile", seed);
+    options.cases = Some(SLOW_DESCRIPTORS);
+    options.data_sets = data_sets;
+    run_campaign_at_levels(&[job], &options, |_| {})
+}
+
+/// The slow-compile table: --data-sets 1 and 8, side by side, per round.
+fn bench_data_sets(options: &Options) -> serde_json::Value {
+    println!(
+        "\ncompiles that take {} ms (a JIT, a compiler per module): {SLOW_DESCRIPTORS} descriptors \
+         per campaign, one data set each or 8 on one compile; {} rounds",
+        COMPILE_WAIT.as_millis(),
+        options.runs
+    );
+    println!(
+        "{:14} {:>22} {:>22} {:>22}",
+        "data sets", "cases/s", "descriptors/s", "cases/s over 1 set's"
+    );
+    let (mut one, mut eight) = ((vec![], vec![]), (vec![], vec![]));
+    let mut gains = Vec::new();
+    for round in 0..options.runs {
+        let seed = 2026 + round as u64;
+        let a = slow_campaign(1, seed);
+        let b = slow_campaign(8, seed);
+        one.0.push(a.rate());
+        one.1.push(a.descriptor_rate());
+        eight.0.push(b.rate());
+        eight.1.push(b.descriptor_rate());
+        gains.push(b.rate() / a.rate());
+    }
+    let range = |v: (f64, f64, f64)| format!("{:.1} [{:.1}-{:.1}]", v.0, v.1, v.2);
+    let (one, eight, gain) = (
+        (spread(one.0), spread(one.1)),
+        (spread(eight.0), spread(eight.1)),
+        spread(gains),
+    );
+    println!(
+        "{:14} {:>22} {:>22} {:>22}",
+        "1",
+        range(one.0),
+        range(one.1),
+        ""
+    );
+    println!(
+        "{:14} {:>22} {:>22} {:>22}",
+        "8",
+        range(eight.0),
+        range(eight.1),
+        range(gain)
+    );
+    serde_json::json!({
+        "compile_wait_ms": COMPILE_WAIT.as_millis() as u64,
+        "descriptors_per_campaign": SLOW_DESCRIPTORS,
+        "one_data_set": {"cases_per_second": range_json(one.0), "descriptors_per_second": range_json(one.1)},
+        "eight_data_sets": {"cases_per_second": range_json(eight.0), "descriptors_per_second": range_json(eight.1)},
+        "cases_per_second_gain": range_json(gain),
+    })
+}
+
 pub(super) fn bench_fuzz(options: &Options) -> i32 {
     println!(
         "fuzz campaigns of {CASES} cases, CPU backend at every level, in process, 1 job; \
@@ -182,17 +275,18 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
         };
         let counts: Vec<usize> = buckets.iter().map(Vec::len).collect();
         println!(
-            "{:44} {:>22} {:>22} {:>20} {:>8} {:>10}",
+            "{:44} {:>22} {:>22} {:>20} {:>20} {:>8} {:>9}",
             bug.name(),
             range(clean, 0),
             range(buggy, 0),
             range(ratio, 2),
+            processor.map_or("-".to_string(), |p| range(p, 2)),
             format!(
                 "{}-{}",
                 counts.iter().min().unwrap_or(&0),
                 counts.iter().max().unwrap_or(&0)
             ),
-            format!("{:.1}", shrink.0),
+            format!("{:.2}", shrink.0),
         );
         rows.push(serde_json::json!({
             "bug": bug.name(),
@@ -205,6 +299,7 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
         }));
     }
     println!("target: a campaign with one planted execution bug runs at >= 0.50 of its clean rate");
+    let data_sets = bench_data_sets(options);
     let mut status = i32::from(failed);
     if let Some(path) = &options.json {
         let report = serde_json::json!({
@@ -212,6 +307,7 @@ pub(super) fn bench_fuzz(options: &Options) -> i32 {
             "cases_per_campaign": CASES,
             "rounds": options.runs,
             "rows": rows,
+            "data_sets": data_sets,
         });
         status = status.max(write_json(path, &report));
     }
