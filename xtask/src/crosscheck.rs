@@ -14,7 +14,8 @@ use dmlcts_cli::conformance::{apply_expectations, prepare};
 use dmlcts_fuzz::{BucketStatus, CampaignOptions, Mix, run_campaign};
 use dmlcts_harness::expectations::Expectations;
 use dmlcts_harness::report::Summary;
-use dmlcts_harness::{CaseResult, Corpus, Status};
+use dmlcts_harness::run::replay::dmlcts_env;
+use dmlcts_harness::{CaseResult, Corpus, ReplayRecipe, Status};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -182,12 +183,21 @@ fn crosscheck_one(
 
     // The corpus, through the conformance runner.
     let mut run = prepare(resolved, None, false, expectations.as_ref().map(|(e, _)| e));
+    let mut options = Vec::new();
+    if let Some((_, path)) = &expectations {
+        options.extend(["--expectations".to_string(), path.display().to_string()]);
+    }
+    let recipe = ReplayRecipe::Conformance {
+        program: vec!["cargo".to_string(), "xtask".to_string()],
+        backend: name.to_string(),
+        options,
+        cases_from_files: false,
+        env: dmlcts_env(),
+    };
     let mut results: Vec<CaseResult> = Vec::new();
-    let skip_check = run.run(&corpus.cases, "cargo xtask", name, &mut |r| {
-        results.push(r.clone())
-    });
-    if let Some((e, path)) = &expectations {
-        for case in apply_expectations(e, path, &run.info, "cargo xtask", name, &mut results) {
+    let skip_check = run.run(&corpus.cases, &recipe, &mut |r| results.push(r.clone()));
+    if let Some((e, _)) = &expectations {
+        for case in apply_expectations(e, &run.info, &recipe, &mut results) {
             tally.unexplained.push(format!(
                 "the expectations file names `{case}`, which did not run"
             ));

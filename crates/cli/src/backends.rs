@@ -629,7 +629,7 @@ mod tests {
             directml_names: Vec::new,
             directml_ready: Vec::new,
         };
-        let listed = known(&host, None);
+        let listed = known(&host, None).unwrap();
         for (name, built) in [
             ("wgpu", cfg!(feature = "wgpu")),
             ("tract", cfg!(feature = "tract")),

@@ -1,22 +1,24 @@
 //! `fuzz`: options and printing around `dmlcts_fuzz::run_campaign`. Kept thin: the
 //! campaign, its buckets and its report live in crates/fuzz.
 
-use crate::backends::{BackendRequest, resolve};
-use crate::{Host, parse_seconds};
+use crate::backends::{BackendRequest, Resolved, resolve};
+use crate::{Host, parse_feature_level, parse_seconds};
 use clap::{ArgGroup, Args};
 use dmlcts_fuzz::report::{campaign_command, env_prefix, json_report};
 use dmlcts_fuzz::{
-    BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard, run_campaign,
+    BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard, run_campaign_at_levels,
 };
 use dmlcts_harness::expectations::Expectations;
-use dmlcts_tensor::{Backend, OperatorKind};
+use dmlcts_tensor::{Backend, FeatureLevel, OperatorKind};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A campaign: runs its whole budget, buckets every failure by the signature of its shrunk
-/// minimal case, saves one case per bucket, and exits 1 when there is a new finding.
+/// minimal case, saves one case per bucket, and exits 1 when there is a new finding. A
+/// backend that offers several feature levels is fuzzed at every one of them: each case is
+/// judged at one, picked from the seed.
 #[derive(Clone, Debug, Args)]
 #[command(group = ArgGroup::new("mix").args(["valid_only", "invalid_only"]))]
 pub struct FuzzArgs {
@@ -44,6 +46,14 @@ pub struct FuzzArgs {
     /// Only near misses (valid descriptors with one rule broken)
     #[arg(long)]
     pub invalid_only: bool,
+    /// Judge every case at this level only [default: every level the backend offers, each
+    /// case at one of them, picked from the seed]
+    #[arg(long, value_name = "X_Y", value_parser = parse_feature_level)]
+    pub feature_level: Option<FeatureLevel>,
+    /// Data sets per valid descriptor, all on one compile: for backends that compile slowly
+    /// (each data set counts as a case)
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub data_sets: u16,
     /// Backend instances run in parallel (processes for out-of-process backends); the same
     /// seed gives the same cases whatever N is
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -118,11 +128,12 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         Ok(started) => started,
         Err(status) => return status,
     };
-    if let Some(reason) = instances[0].unavailable_reason() {
+    let first = instances[0][0].clone();
+    if let Some(reason) = first.unavailable_reason() {
         crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
         return 2;
     }
-    options.device = instances[0].device();
+    options.device = first.device();
     options.env_prefix = env_prefix();
     options.program = host.program.to_string();
     let command = campaign_command(&options, jobs, args.expectations.as_deref());
@@ -134,18 +145,32 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         options.shard.index,
         options.shard.count
     );
-    crate::say!("fuzz: repeat this run with: {command}");
-    let outcome = run_campaign(
-        &instances.iter().map(|b| b.as_ref()).collect::<Vec<_>>(),
-        &options,
-        progress_printer(),
-    );
+    let levels: Vec<String> = instances[0]
+        .iter()
+        .map(|d| d.feature_level().to_string())
+        .collect();
     crate::say!(
-        "fuzz: backend start-up {:.3} s; {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        "fuzz: {} (each case at one, picked from the seed)",
+        match levels.len() {
+            1 => format!("at feature level {}", levels[0]),
+            _ => format!("at feature levels {}", levels.join(", ")),
+        }
+    );
+    crate::say!("fuzz: repeat this run with: {command}");
+    let jobs_devices: Vec<Vec<&dyn Backend>> = instances
+        .iter()
+        .map(|devices| devices.iter().map(|d| d.as_ref()).collect())
+        .collect();
+    let outcome = run_campaign_at_levels(&jobs_devices, &options, progress_printer());
+    crate::say!(
+        "fuzz: backend start-up {:.3} s; {} cases ({} descriptors) in {:.2} s ({:.0} cases/s, \
+         {:.0} descriptors/s, {} job(s))",
         startup.as_secs_f64(),
         outcome.cases_run,
+        outcome.descriptors_run,
         outcome.elapsed.as_secs_f64(),
         outcome.rate(),
+        outcome.descriptor_rate(),
         outcome.jobs
     );
     print_buckets(&outcome);
@@ -185,6 +210,8 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
         Mix::Both
     };
     options.shard = args.shard.unwrap_or(Shard::WHOLE);
+    options.pinned_level = args.feature_level;
+    options.data_sets = usize::from(args.data_sets);
     options.max_findings = args.max_findings;
     options.shrink_time = args.shrink_time;
     options.out_dir = Some(
@@ -227,26 +254,36 @@ fn check_before_run(
     }
 }
 
-/// One backend instance per job (out-of-process backends start one process each), and the
-/// time starting them took; a backend that cannot be made is exit status 2.
+/// A job's devices: the backend at each level the campaign runs at.
+type JobDevices = Vec<Arc<dyn Backend>>;
+
+/// One backend instance per job (out-of-process backends start one process each), each as a
+/// device per level the campaign runs at, and the time starting them took; a backend that
+/// cannot be made, or not at `--feature-level`, is exit status 2.
 fn start_instances(
     args: &FuzzArgs,
     host: &Host,
     jobs: usize,
-) -> Result<(Vec<Arc<dyn Backend>>, Duration), i32> {
+) -> Result<(Vec<JobDevices>, Duration), i32> {
     let backend_name = args.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
         adapter: args.adapter.clone(),
         ..Default::default()
     };
-    // One instance per job: out-of-process backends start one process each.
-    let mut instances: Vec<Arc<dyn Backend>> = Vec::with_capacity(jobs);
+    let mut instances = Vec::with_capacity(jobs);
     // Starting them (processes, a Python import, a GPU device) is timed apart from the cases.
     let starting = Instant::now();
     for _ in 0..jobs {
-        match resolve(host, &request) {
-            Ok(resolved) => instances.push(resolved.backend),
+        let resolved = match resolve(host, &request) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                crate::say_err!("error: --backend {backend_name}: {e}");
+                return Err(2);
+            }
+        };
+        match devices(resolved, args.feature_level) {
+            Ok(devices) => instances.push(devices),
             Err(e) => {
                 crate::say_err!("error: --backend {backend_name}: {e}");
                 return Err(2);
@@ -255,6 +292,36 @@ fn start_instances(
     }
     let startup = starting.elapsed();
     Ok((instances, startup))
+}
+
+/// A backend's devices for a campaign: one at each level it offers (a backend that can act at
+/// several: every level where its factory gives a device at that level), or the one asked for
+/// with `--feature-level`; a backend that exists at one level only is its own device.
+pub fn devices(
+    resolved: Resolved,
+    pinned: Option<FeatureLevel>,
+) -> Result<Vec<Arc<dyn Backend>>, String> {
+    let Some(at_level) = resolved.at_level else {
+        let own = resolved.backend.feature_level();
+        return match pinned {
+            Some(level) if level != own => Err(format!(
+                "it exists at feature level {own} only; --feature-level {level} cannot be run"
+            )),
+            _ => Ok(vec![resolved.backend]),
+        };
+    };
+    let wanted = pinned.map_or(FeatureLevel::ALL.to_vec(), |level| vec![level]);
+    let offered: Vec<Arc<dyn Backend>> = wanted
+        .into_iter()
+        .map(|level| (level, at_level(level)))
+        .filter(|(level, device)| device.feature_level() == *level)
+        .map(|(_, device)| device)
+        .collect();
+    match (offered.is_empty(), pinned) {
+        (false, _) => Ok(offered),
+        (true, Some(level)) => Err(format!("it does not offer feature level {level}")),
+        (true, None) => Ok(vec![resolved.backend]),
+    }
 }
 
 /// The campaign's budget, in words.
@@ -299,10 +366,11 @@ fn print_buckets(outcome: &CampaignOutcome) {
             BucketStatus::Informational { .. } => "informational".to_string(),
         };
         crate::say!(
-            "\n[{status}] {} x {} (first: case {})",
+            "\n[{status}] {} x {} (first: case {}, at feature level {})",
             bucket.id,
             bucket.count,
-            bucket.first_index
+            bucket.first_index,
+            bucket.case.feature_level
         );
         if bucket.status == BucketStatus::New {
             if !bucket.reproduced {

@@ -46,8 +46,8 @@ pub mod shrink;
 pub mod signature;
 pub mod strategies;
 
-pub use campaign::run_campaign;
-pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case};
+pub use campaign::{run_campaign, run_campaign_at_levels};
+pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case, check_case_data_sets};
 pub use options::{CampaignOptions, Shard};
 pub use outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};
 pub use signature::{CheckKind, signature};

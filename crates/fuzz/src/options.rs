@@ -3,7 +3,7 @@
 
 use crate::check::Mix;
 use dmlcts_harness::expectations::{KnownDifference, NotEnforced};
-use dmlcts_tensor::OperatorKind;
+use dmlcts_tensor::{FeatureLevel, OperatorKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,8 +50,17 @@ pub struct CampaignOptions {
     pub op: Option<OperatorKind>,
     pub mix: Mix,
     pub shard: Shard,
+    /// Data sets per valid descriptor, all on one compile (at least 1: its own inputs). A
+    /// backend that compiles slowly is checked on more data per compile.
+    pub data_sets: usize,
+    /// `--feature-level`: the one level asked for (for the replay command); the levels a
+    /// campaign runs at are its devices'.
+    pub pinned_level: Option<FeatureLevel>,
     /// New buckets after which failures that fit no bucket are only counted (not shrunk).
     pub max_findings: usize,
+    /// Stop taking cases once this many new buckets are found (for tests and tools that
+    /// only ask whether a campaign finds something).
+    pub stop_after_findings: Option<usize>,
     /// The time shrinking and normalizing one failure may take.
     pub shrink_time: Duration,
     /// Where each bucket's minimal case is saved; `None` saves nothing.
@@ -78,7 +87,10 @@ impl CampaignOptions {
             op: None,
             mix: Mix::Both,
             shard: Shard::WHOLE,
+            data_sets: 1,
+            pinned_level: None,
             max_findings: DEFAULT_MAX_FINDINGS,
+            stop_after_findings: None,
             shrink_time: DEFAULT_SHRINK_TIME,
             out_dir: None,
             backend_name: backend_name.to_string(),

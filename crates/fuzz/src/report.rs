@@ -32,6 +32,12 @@ pub fn campaign_command(
     if let Some(op) = options.op {
         command.push_str(&format!(" --op {op}"));
     }
+    if let Some(level) = options.pinned_level {
+        command.push_str(&format!(" --feature-level {level}"));
+    }
+    if options.data_sets > 1 {
+        command.push_str(&format!(" --data-sets {}", options.data_sets));
+    }
     match options.mix {
         Mix::ValidOnly => command.push_str(" --valid-only"),
         Mix::InvalidOnly => command.push_str(" --invalid-only"),
@@ -74,13 +80,21 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
                 "reason": reason,
                 "count": b.count,
                 "reproduced": b.reproduced,
+                "feature_level": b.case.feature_level.to_string(),
                 "first_case_index": b.first_index,
                 "first_case_seed": b.first_seed,
+                "shrink_seconds": b.shrink_time.as_secs_f64(),
+                "shrinks": b.shrinks,
+                "shrink_checks": b.shrink_checks,
                 "saved_case": b.saved.as_ref().map(|p| p.display().to_string()),
                 "replay": b.replay,
                 "report": b.report,
             })
         })
+        .collect();
+    // Descriptors judged at each level.
+    let levels: serde_json::Map<String, serde_json::Value> = (outcome.levels.iter())
+        .map(|(level, n)| (level.to_string(), serde_json::json!(n)))
         .collect();
     let report = serde_json::json!({
         "backend": options.backend_name,
@@ -88,9 +102,14 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
         "seed": options.seed,
         "shard": format!("{}/{}", options.shard.index, options.shard.count),
         "jobs": outcome.jobs,
+        "feature_levels": levels,
+        "data_sets_per_descriptor": options.data_sets.max(1),
         "cases_run": outcome.cases_run,
+        "descriptors_run": outcome.descriptors_run,
         "seconds": outcome.elapsed.as_secs_f64(),
         "cases_per_second": outcome.rate(),
+        "descriptors_per_second": outcome.descriptor_rate(),
+        "shrink_seconds": outcome.shrink_time().as_secs_f64(),
         "new_findings": outcome.new_buckets().count(),
         "unclassified_failures": outcome.unclassified,
         "summary": outcome.summary_line(),

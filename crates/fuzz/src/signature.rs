@@ -4,7 +4,8 @@
 //! every feature the failure does not need), plus the element size class.
 
 use dmlcts_harness::{Case, CaseResult, Expectation};
-use dmlcts_tensor::{OperatorDesc, TensorDesc};
+use dmlcts_oracle::spec;
+use dmlcts_tensor::{FeatureLevel, OperatorDesc, OperatorKind, TensorDesc};
 
 /// What check failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -212,13 +213,28 @@ fn split_join_features(axis: u32, parts: usize, features: &mut Vec<&'static str>
     }
 }
 
+/// The table row of `kind`'s page that holds at `level` (`1_0`, `2_1`, `3_0`, `4_1`), or
+/// `before_X` below the level X it was introduced at.
+pub fn level_row(kind: OperatorKind, level: FeatureLevel) -> String {
+    let introduced = spec::introduced(kind);
+    match spec::support_row(kind, level) {
+        Some(row) if level >= introduced => row.level.clone(),
+        _ => format!("before_{introduced}"),
+    }
+}
+
 /// The signature of a failure of `kind` on `case` (its minimal form, for a bucket).
-/// Acceptance failures are told apart by the rule the backend did not enforce; everything
-/// else by the operator, the element size class and the features.
+/// Acceptance failures are told apart by the rule the backend did not enforce (and, for a
+/// rule of the level tables, the table row at the case's level: `.at_2_1`); everything else
+/// by the operator, the element size class and the features.
 pub fn signature(kind: CheckKind, case: &Case) -> String {
     let op = case.op.kind().name();
     if kind == CheckKind::Acceptance {
         let rule = expected_rule(case).unwrap_or("unknown_rule");
+        if spec::depends_on_feature_level(rule) {
+            let row = level_row(case.op.kind(), case.feature_level);
+            return format!("acceptance.{op}.{rule}.at_{row}");
+        }
         return format!("acceptance.{op}.{rule}");
     }
     let features = features(&case.op);
