@@ -281,12 +281,15 @@ fn a_second_campaign_on_the_same_folder_is_refused_while_the_first_runs() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Its second line comes once the folder is locked and the backend started.
+    // Its "repeat this run" line comes once the folder is locked and the backend started.
     let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
-    let repeat = lines.nth(1).unwrap().unwrap();
+    let repeat = lines.find_map(|line| {
+        line.ok()
+            .filter(|l| l.starts_with("fuzz: repeat this run with:"))
+    });
     assert!(
-        repeat.starts_with("fuzz: repeat this run with:"),
-        "{repeat}"
+        repeat.is_some(),
+        "the first campaign never said how to repeat it"
     );
     let second = dmlcts_in(&dir, &["fuzz", "--cases", "10", "--out", path_text(&saved)]);
     first.kill().unwrap();

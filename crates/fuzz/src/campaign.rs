@@ -152,6 +152,15 @@ impl Campaign<'_> {
     }
 }
 
+/// Counts a job out of `running` when dropped: at its end, or while a panic unwinds it.
+struct JobDone<'a>(&'a AtomicUsize);
+
+impl Drop for JobDone<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
 /// Runs a campaign with one job per backend instance (at least one), each at its own level.
 /// `progress` is called from the calling thread about every 100 ms, and once at the end with
 /// `finished` set.
@@ -197,8 +206,10 @@ pub fn run_campaign_at_levels(
             let campaign = &campaign;
             let running = &running;
             scope.spawn(move || {
+                // Counted down even if the job panics, so the loop below ends and the scope
+                // passes the panic on instead of waiting for it forever.
+                let _done = JobDone(running);
                 campaign.run_job(devices);
-                running.fetch_sub(1, Ordering::Release);
             });
         }
         while running.load(Ordering::Acquire) > 0 {

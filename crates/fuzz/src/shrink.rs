@@ -210,7 +210,8 @@ fn simplifications(op: &OperatorDesc) -> Vec<OperatorDesc> {
             }
             let stride = s.input_window_strides[d];
             let mut positive = s.clone();
-            positive.input_window_strides[d] = stride.abs();
+            // i32::MIN has no positive counterpart: the largest positive stride stands in.
+            positive.input_window_strides[d] = stride.checked_abs().unwrap_or(i32::MAX);
             let mut unit = s.clone();
             unit.input_window_strides[d] = stride.signum();
             let mut full_output = s.clone();
@@ -222,9 +223,11 @@ fn simplifications(op: &OperatorDesc) -> Vec<OperatorDesc> {
                 );
             }
             let mut tight_input = s.clone();
-            if d < s.input_tensor.sizes.len() {
-                let end =
-                    s.input_window_offsets.get(d).copied().unwrap_or(0) + s.input_window_sizes[d];
+            let offset = s.input_window_offsets.get(d).copied().unwrap_or(0);
+            // A window past 2^32 (a near miss of window_inside_input) has no tight input.
+            if let Some(end) = offset.checked_add(s.input_window_sizes[d])
+                && d < s.input_tensor.sizes.len()
+            {
                 tight_input.input_tensor = resized(&s.input_tensor, d, end);
             }
             for candidate in [zero_offset, positive, unit, full_output, tight_input] {
@@ -345,4 +348,33 @@ fn halved_dimensions(op: &OperatorDesc) -> Vec<OperatorDesc> {
         }
     }
     candidates
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dmlcts_tensor::{DataType, Slice1Desc};
+
+    /// The edges a near miss reaches: a stride of i32::MIN and a window past 2^32. Simplifying
+    /// them makes candidates, never an overflow (a panic here once hung a campaign).
+    #[test]
+    fn simplifying_a_slice_at_the_integer_edges_makes_candidates_without_overflow() {
+        let op = OperatorDesc::Slice1(Slice1Desc {
+            input_tensor: TensorDesc::packed(DataType::Float32, &[1, 4]),
+            output_tensor: TensorDesc::packed(DataType::Float32, &[1, 1]),
+            dimension_count: 2,
+            input_window_offsets: vec![0, u32::MAX],
+            input_window_sizes: vec![1, 4],
+            input_window_strides: vec![1, i32::MIN],
+        });
+        let candidates = simplifications(&op);
+        let OperatorDesc::Slice1(positive) = candidates
+            .iter()
+            .find(|c| matches!(c, OperatorDesc::Slice1(s) if s.input_window_strides.get(1) == Some(&i32::MAX)))
+            .expect("the positive-stride candidate")
+        else {
+            unreachable!()
+        };
+        assert_eq!(positive.input_window_offsets, [0, u32::MAX]);
+    }
 }

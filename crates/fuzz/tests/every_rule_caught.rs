@@ -1,8 +1,6 @@
 //! A table-first backend that offers every level (tests/table_first), with one planted bug per
 //! rule id in specs/, one at a time: the corpus and a 3,000-case campaign at every offered
-//! level each catch every one (the corpus: all but the rules listed in
-//! `CORPUS_MISSES_TODAY`, whose must-reject cases do not yet isolate their rule at the level
-//! they run); the clean backend passes both.
+//! level each catch every one; the clean backend passes both.
 
 mod table_first;
 
@@ -14,26 +12,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use table_first::{Bug, TableFirst, bugs};
-
-/// Rules whose planted bug no must-reject case of today's corpus catches: each such case
-/// breaks a level-table rule too where it runs, and a table-first backend rejects it for that.
-/// (Another branch rewrites the corpus so each case isolates its rule; when a rule here is
-/// caught, this test says to take it off.)
-const CORPUS_MISSES_TODAY: &[&str] = &[
-    "tensor.strides_count",
-    "tensor.sizes_nonzero",
-    "tensor.element_count_limit",
-    "tensor.total_size_minimum",
-    "tensor.output_addresses_distinct",
-    "split.same_dimension_count",
-    "split.non_axis_sizes_match",
-    "join.same_dimension_count",
-    "join.same_data_type",
-    "join.non_axis_sizes_match",
-    "join.input_sizes_sum_to_output",
-    "slice1.window_arrays_length",
-    "slice1.same_dimension_count",
-];
 
 fn devices(bug: Option<Bug>) -> Vec<TableFirst> {
     let largest = Arc::default();
@@ -122,7 +100,7 @@ fn the_clean_backend_passes_the_corpus_and_a_campaign_at_every_level() {
 }
 
 #[test]
-fn the_corpus_catches_every_planted_bug_but_those_it_misses_today() {
+fn the_corpus_catches_every_planted_bug() {
     let mut missed = Vec::new();
     for bug in bugs() {
         let failures = corpus_failures(Some(bug), true);
@@ -130,19 +108,10 @@ fn the_corpus_catches_every_planted_bug_but_those_it_misses_today() {
             missed.push(bug.rule);
         }
     }
-    let unexpected: Vec<&&str> = (missed.iter())
-        .filter(|rule| !CORPUS_MISSES_TODAY.contains(rule))
-        .collect();
     assert!(
-        unexpected.is_empty(),
-        "no must-reject case catches a backend where these are checked wrong: {unexpected:?}"
+        missed.is_empty(),
+        "no must-reject case catches a backend where these are checked wrong: {missed:?}"
     );
-    for rule in CORPUS_MISSES_TODAY {
-        assert!(
-            missed.contains(rule),
-            "the corpus catches the bug of {rule} now: take it off CORPUS_MISSES_TODAY"
-        );
-    }
 }
 
 #[test]

@@ -11,12 +11,6 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use std::collections::{BTreeMap, BTreeSet};
 
-/// With no parts, the parts' sizes cannot sum to the whole's either: today's oracle lists
-/// both rules (`validate_enforced` goes on to the sum), so these two near misses are not
-/// isolated. They are still generated (a backend that accepts an empty list is caught).
-const NOT_ISOLATED_BY_TODAYS_ORACLE: [&str; 2] =
-    ["split.output_count_nonzero", "join.input_count_nonzero"];
-
 /// The edges each rule's near misses must land on (both sides where a rule has two).
 fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
     let sum = vec![
@@ -163,7 +157,6 @@ fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
 fn every_rule_in_specs_has_an_isolated_near_miss_on_each_side_of_its_edge() {
     let mut runner = TestRunner::deterministic();
     let mut seen: BTreeMap<&'static str, BTreeSet<&'static str>> = BTreeMap::new();
-    let mut not_isolated: BTreeMap<&'static str, usize> = BTreeMap::new();
     for level in FeatureLevel::ALL {
         for kind in OperatorKind::ALL {
             let strategy = near_miss_at(Some(kind), level);
@@ -176,14 +169,6 @@ fn every_rule_in_specs_has_an_isolated_near_miss_on_each_side_of_its_edge() {
                 let broken = validate_enforced(&miss.op, level, |_| false)
                     .expect("nothing is enforced, so every broken rule is listed");
                 let rules: Vec<&str> = broken.iter().map(|v| v.rule.as_str()).collect();
-                if NOT_ISOLATED_BY_TODAYS_ORACLE.contains(&miss.rule) {
-                    assert_eq!(rules[0], miss.rule);
-                    *not_isolated.entry(miss.rule).or_default() += 1;
-                    if rules.len() == 1 {
-                        seen.entry(miss.rule).or_default().insert(miss.edge);
-                    }
-                    continue;
-                }
                 assert_eq!(
                     rules,
                     [miss.rule],
@@ -202,17 +187,6 @@ fn every_rule_in_specs_has_an_isolated_near_miss_on_each_side_of_its_edge() {
         let edges = wanted
             .get(id)
             .unwrap_or_else(|| panic!("rule {id} of specs/ has no near miss listed here"));
-        if NOT_ISOLATED_BY_TODAYS_ORACLE.contains(&id) {
-            assert!(
-                not_isolated.get(id).is_some_and(|&n| n > 0),
-                "{id} never aimed at"
-            );
-            assert!(
-                !seen.contains_key(id),
-                "{id} is isolated now: take it off NOT_ISOLATED_BY_TODAYS_ORACLE"
-            );
-            continue;
-        }
         let got = seen.get(id).cloned().unwrap_or_default();
         for edge in edges {
             assert!(

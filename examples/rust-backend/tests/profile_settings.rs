@@ -34,6 +34,6 @@ fn the_readme_profile_settings_are_the_workspaces() {
         .find("<!-- profile settings: end")
         .expect("the end marker");
     let expected = sections(&workspace);
-    assert_eq!(expected.len(), 3, "{expected:?}");
+    assert_eq!(expected.len(), 4, "{expected:?}");
     assert_eq!(sections(&readme[start..end]), expected);
 }
