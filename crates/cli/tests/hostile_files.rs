@@ -339,6 +339,35 @@ fn a_case_folder_walk_notes_what_it_left_out() {
     );
 }
 
+// On main: the note printed the link's name raw, so a name holding an escape sequence (here
+// one that clears the screen) reached the terminal.
+#[test]
+fn a_left_out_entry_s_name_is_escaped_in_its_note() {
+    let dir = fresh_dir("walk-escape");
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::write(
+        cases.join("good.yaml"),
+        "cases:\n  - name: good\n    split: {axis: 0, input: {data_type: UINT8, sizes: [1]}, \
+         outputs: [{data_type: UINT8, sizes: [1]}]}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(cases.join("good.yaml"), cases.join("x\u{1b}[2J.yaml")).unwrap();
+    let out = dmlcts_in(&dir, &["conformance", "--cases", path_text(&cases)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    let note = stdout.lines().next().unwrap();
+    assert_eq!(
+        note,
+        format!(
+            "note: left out {}/x\\u{{1b}}[2J.yaml: a symbolic link (to a file): folders are \
+             walked without following links; name it with --cases to load it",
+            cases.display()
+        )
+    );
+}
+
 // On main: conformance failed (a duplicate name is a load error) while the matrix, which
 // keys its rows by name, let the first `dup` overwrite the error's row and exited 0.
 #[test]
