@@ -117,6 +117,8 @@ fn a_server_that_offers_every_level_is_fuzzed_at_each_or_at_the_one_asked_for() 
     let json = dir.join("campaign.json");
     std::fs::create_dir_all(&dir).unwrap();
     let json_arg = json.to_str().unwrap();
+    // A folder of its own: the tests run side by side, and each campaign locks its --out.
+    let saved = dir.join("saved");
     let base = [
         "fuzz",
         "--backend",
@@ -127,6 +129,8 @@ fn a_server_that_offers_every_level_is_fuzzed_at_each_or_at_the_one_asked_for() 
         "5",
         "--json",
         json_arg,
+        "--out",
+        saved.to_str().unwrap(),
     ];
     let out = dmlcts(&base);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -171,8 +175,11 @@ fn a_server_that_offers_every_level_is_fuzzed_at_each_or_at_the_one_asked_for() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+// tract is a single-level backend; the slim build (`cargo test -p dmlcts`) has no tract.
 #[test]
+#[cfg_attr(not(feature = "tract"), ignore = "needs the `tract` feature")]
 fn a_level_a_backend_does_not_offer_is_refused() {
+    let saved = std::env::temp_dir().join(format!("dmlcts-cli-tract-{}", std::process::id()));
     let out = dmlcts(&[
         "fuzz",
         "--backend",
@@ -181,6 +188,8 @@ fn a_level_a_backend_does_not_offer_is_refused() {
         "2_1",
         "--cases",
         "1",
+        "--out",
+        saved.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -191,4 +200,5 @@ fn a_level_a_backend_does_not_offer_is_refused() {
         ),
         "{err}"
     );
+    let _ = std::fs::remove_dir_all(&saved);
 }
