@@ -20,8 +20,12 @@ pub enum CheckKind {
     GuardBand,
     /// The backend changed an input buffer.
     InputModified,
-    /// A panic, an error while compiling or executing, a dead process.
+    /// A panic, a dead process, a protocol violation, or an in-process backend's `Err` while
+    /// compiling or executing a valid descriptor.
     Crash,
+    /// An out-of-process backend's well-framed `error` reply to a valid case (it answered,
+    /// and said it failed).
+    Error,
     /// A process backend that did not answer in time.
     Hang,
     /// Join of split or reversing twice did not give back the input.
@@ -39,6 +43,7 @@ impl CheckKind {
             CheckKind::GuardBand => "guard_band",
             CheckKind::InputModified => "input_modified",
             CheckKind::Crash => "crash",
+            CheckKind::Error => "error",
             CheckKind::Hang => "hang",
             CheckKind::Invariant => "invariant",
             CheckKind::Corpus => "corpus",
@@ -53,6 +58,7 @@ impl CheckKind {
             CheckKind::GuardBand,
             CheckKind::InputModified,
             CheckKind::Crash,
+            CheckKind::Error,
             CheckKind::Hang,
             CheckKind::Invariant,
             CheckKind::Corpus,
@@ -77,6 +83,8 @@ impl CheckKind {
             // The process client's words for a child that did not answer in time.
             if result.details.contains("(hung?)") {
                 CheckKind::Hang
+            } else if said_first(&result.details).starts_with(ERROR_REPLY) {
+                CheckKind::Error
             } else {
                 CheckKind::Crash
             }
@@ -88,6 +96,17 @@ impl CheckKind {
             CheckKind::Values
         }
     }
+}
+
+/// How the process client words a well-framed `error` reply (crates/protocol).
+const ERROR_REPLY: &str = "the backend reported an error:";
+
+/// The first line the backend said, as the runner quotes it (`    | ...`): only the client's
+/// own first line decides, never a line of the backend's message or stderr.
+fn said_first(details: &str) -> &str {
+    (details.lines())
+        .find_map(|l| l.trim_start().strip_prefix("| "))
+        .unwrap_or("")
 }
 
 /// The rule the oracle says a case breaks, if any.
