@@ -173,6 +173,8 @@ fn a_server_that_offers_every_level_is_fuzzed_at_each_or_at_the_one_asked_for() 
 
 #[test]
 fn a_level_a_backend_does_not_offer_is_refused() {
+    // A folder of its own: another campaign in the temporary folder may hold the default's lock.
+    let dir = std::env::temp_dir().join(format!("dmlcts-cli-level-{}", std::process::id()));
     let out = dmlcts(&[
         "fuzz",
         "--backend",
@@ -181,7 +183,10 @@ fn a_level_a_backend_does_not_offer_is_refused() {
         "2_1",
         "--cases",
         "1",
+        "--out",
+        dir.to_str().unwrap(),
     ]);
+    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

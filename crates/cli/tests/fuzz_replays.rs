@@ -350,6 +350,15 @@ fn campaign_replays_fail_again(bug: Bug) -> Result<(), String> {
     if status != 1 {
         return Err(format!("the campaign exited {status}, not 1:\n{output}"));
     }
+    // The installed command's own folder, named in the summary; never `cases/`.
+    let saved_in = if bug.in_process() {
+        "planted-regressions"
+    } else {
+        "dmlcts-regressions"
+    };
+    if !output.contains(&format!(" saved in {saved_in}\n")) || dir.join("cases").exists() {
+        return Err(format!("not saved in {saved_in}, or not said:\n{output}"));
+    }
     let printed: Vec<String> = (output.lines())
         .filter_map(|l| l.strip_prefix("  replay: "))
         .map(str::to_string)
@@ -379,6 +388,20 @@ fn campaign_replays_fail_again(bug: Bug) -> Result<(), String> {
             return Err(format!(
                 "`{replay}` was not printed as found and at the end:\n{output}"
             ));
+        }
+        // Its label says what the case is.
+        let label = format!(
+            "{} check, {} at feature level {}",
+            bug.name(),
+            bucket["operator"].as_str().unwrap_or("?"),
+            bucket["feature_level"].as_str().unwrap_or("?")
+        );
+        if !output.contains(&format!(
+            "fuzz: found a new bucket\n\n[NEW] {}",
+            bucket["signature"].as_str().unwrap_or("?")
+        )) || !output.contains(&label)
+        {
+            return Err(format!("no `{label}` as found:\n{output}"));
         }
         let saved = bucket["saved_case"].as_str().ok_or("no saved case")?;
         let file = std::fs::read_to_string(dir.join(saved)).map_err(|e| e.to_string())?;
@@ -421,6 +444,138 @@ fn campaign_replays_fail_again(bug: Bug) -> Result<(), String> {
     Ok(())
 }
 
+/// A values campaign in two shards, merged: one bucket, hits summed, the earliest case kept;
+/// reports of another seed, or a shard twice, refused with the file's name.
+fn shards_merge_into_the_whole_campaign() -> Result<(), String> {
+    let dir = std::env::temp_dir().join(format!("dmlcts-fuzz-merge-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let backend = format!("process:{} serve-planted values", exe.display());
+    let dmlcts = env!("CARGO_BIN_EXE_dmlcts").to_string();
+    let campaign = |shard: &str, seed: &str, json: &str| {
+        // Each shard its own --out folder (the folder's lock is one campaign's).
+        let out = format!("out-{json}");
+        let words = [
+            &dmlcts,
+            "fuzz",
+            "--backend",
+            &backend,
+            "--op",
+            "slice1",
+            "--valid-only",
+            "--cases",
+            "20",
+            "--seed",
+            seed,
+            "--shrink-time",
+            "1",
+            "--shard",
+            shard,
+            "--out",
+            &out,
+            "--json",
+            json,
+        ]
+        .map(String::from);
+        run_words(&[], &words, &dir)
+    };
+    for (shard, seed, json) in [
+        ("0/2", "9", "a.json"),
+        ("1/2", "9", "b.json"),
+        ("0/2", "9", "c.json"),
+        ("1/2", "10", "d.json"),
+    ] {
+        let (status, output) = campaign(shard, seed, json);
+        if status != 1 {
+            return Err(format!("shard {shard} exited {status}:\n{output}"));
+        }
+    }
+    let read = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(name)).unwrap()).unwrap()
+    };
+    let (a, b) = (read("a.json"), read("b.json"));
+    let merge = |files: &[&str]| {
+        let mut words = vec![dmlcts.clone(), "fuzz".into(), "merge".into()];
+        words.extend(files.iter().map(|f| f.to_string()));
+        words.extend(["--json".to_string(), "merged.json".to_string()]);
+        run_words(&[], &words, &dir)
+    };
+    let (status, output) = merge(&["a.json", "b.json"]);
+    if status != 1 {
+        return Err(format!("merge exited {status}:\n{output}"));
+    }
+    let merged = read("merged.json");
+    let sum = |field: &str| a[field].as_u64().unwrap() + b[field].as_u64().unwrap();
+    if merged["cases_run"].as_u64() != Some(sum("cases_run"))
+        || merged["descriptors_run"].as_u64() != Some(20)
+    {
+        return Err(format!("counts not summed:\n{merged:#}"));
+    }
+    let bucket_of = |report: &serde_json::Value, id: &str| {
+        (report["buckets"].as_array().unwrap().iter())
+            .find(|x| x["signature"] == id)
+            .cloned()
+    };
+    for bucket in merged["buckets"].as_array().unwrap() {
+        let id = bucket["signature"].as_str().unwrap();
+        let (in_a, in_b) = (bucket_of(&a, id), bucket_of(&b, id));
+        let count =
+            |x: &Option<serde_json::Value>| x.as_ref().map_or(0, |x| x["count"].as_u64().unwrap());
+        if bucket["count"].as_u64() != Some(count(&in_a) + count(&in_b)) {
+            return Err(format!("{id}: hits not summed:\n{merged:#}"));
+        }
+        let first = [&in_a, &in_b]
+            .into_iter()
+            .flatten()
+            .min_by_key(|x| x["first_case_index"].as_u64())
+            .unwrap();
+        if bucket["first_case_index"] != first["first_case_index"]
+            || bucket["saved_case"] != first["saved_case"]
+        {
+            return Err(format!("{id}: not the earliest case:\n{merged:#}"));
+        }
+    }
+    let ids = |r: &serde_json::Value| -> std::collections::BTreeSet<String> {
+        (r["buckets"].as_array().unwrap().iter())
+            .map(|x| x["signature"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let union: std::collections::BTreeSet<String> = ids(&a).union(&ids(&b)).cloned().collect();
+    if ids(&merged) != union {
+        return Err(format!(
+            "buckets not deduplicated by signature:\n{merged:#}"
+        ));
+    }
+    for (files, says) in [
+        (
+            ["a.json", "d.json"],
+            "d.json: field `seed`: 10, but a.json has 9",
+        ),
+        (
+            ["a.json", "c.json"],
+            "c.json: field `shard`: shard 0/2 again (also in a.json)",
+        ),
+    ] {
+        let (status, output) = merge(&files);
+        if status != 2 || !output.contains(says) {
+            return Err(format!(
+                "{files:?} exited {status}, without `{says}`:\n{output}"
+            ));
+        }
+    }
+    std::fs::write(dir.join("bad.json"), "{\"seed\": \"\u{1b}[2J\"}").unwrap();
+    let (status, output) = merge(&["a.json", "bad.json"]);
+    let says = "bad.json: field `seed`: `\"\\u{1b}[2J\"` is not a count";
+    if status != 2 || !output.contains(says) || output.contains('\u{1b}') {
+        return Err(format!(
+            "bad.json exited {status}, without `{says}`:\n{output}"
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
@@ -441,6 +596,10 @@ fn main() {
                 move || campaign_replays_fail_again(bug).map_err(Into::into),
             )
         })
+        .chain(std::iter::once(Trial::test(
+            "shards_merge_into_the_whole_campaign_and_other_campaigns_are_refused",
+            || shards_merge_into_the_whole_campaign().map_err(Into::into),
+        )))
         .collect();
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
 }
