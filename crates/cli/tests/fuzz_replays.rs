@@ -550,7 +550,7 @@ fn shards_merge_into_the_whole_campaign() -> Result<(), String> {
     for (files, says) in [
         (
             ["a.json", "d.json"],
-            "d.json: field `seed`: 10, but a.json has 9",
+            "d.json: field `seed`: `10`, but a.json has `9`",
         ),
         (
             ["a.json", "c.json"],
@@ -564,13 +564,19 @@ fn shards_merge_into_the_whole_campaign() -> Result<(), String> {
             ));
         }
     }
-    std::fs::write(dir.join("bad.json"), "{\"seed\": \"\u{1b}[2J\"}").unwrap();
+    // A report's text is data: quoted, escaped, and the file and field named.
+    std::fs::write(dir.join("bad.json"), "{\"seed\": \"\\u001b[2J\"}").unwrap();
     let (status, output) = merge(&["a.json", "bad.json"]);
-    let says = "bad.json: field `seed`: `\"\\u{1b}[2J\"` is not a count";
+    let says = "bad.json: field `seed`: `\"\\u001b[2J\"` is not a count";
     if status != 2 || !output.contains(says) || output.contains('\u{1b}') {
         return Err(format!(
             "bad.json exited {status}, without `{says}`:\n{output}"
         ));
+    }
+    std::fs::write(dir.join("raw.json"), "{\"seed\": \"\u{1b}[2J\"}").unwrap();
+    let (status, output) = merge(&["a.json", "raw.json"]);
+    if status != 2 || !output.contains("raw.json:1: not JSON: ") || output.contains('\u{1b}') {
+        return Err(format!("raw.json exited {status}:\n{output}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -318,4 +318,40 @@ mod tests {
         }
         assert_eq!(CheckKind::from_name("value"), None);
     }
+
+    // On main, a well-framed `error` reply was bucketed as a crash.
+    #[test]
+    fn an_error_reply_is_its_own_kind_and_only_the_clients_first_line_decides() {
+        let failed = |reason: &str, said: &[&str]| {
+            let details = format!(
+                "  while compiling, the backend said:\n{}",
+                said.iter()
+                    .map(|l| format!("    | {l}\n"))
+                    .collect::<String>()
+            );
+            dmlcts_harness::CaseResult::run_failure("x", "x", reason, &details)
+        };
+        let error = failed(
+            "the backend failed",
+            &["the backend reported an error: out of memory"],
+        );
+        assert_eq!(CheckKind::of(&error), CheckKind::Error);
+        let on_execute = failed(
+            "execution failed",
+            &["the backend reported an error: no kernel"],
+        );
+        assert_eq!(CheckKind::of(&on_execute), CheckKind::Error);
+        // A dead server whose stderr says the words is still a crash.
+        let crash = failed(
+            "execution failed",
+            &[
+                "the backend process exited with status 3",
+                "the backend reported an error: (its stderr)",
+            ],
+        );
+        assert_eq!(CheckKind::of(&crash), CheckKind::Crash);
+        let in_process = failed("the backend failed", &["my own error"]);
+        assert_eq!(CheckKind::of(&in_process), CheckKind::Crash);
+        assert_eq!(CheckKind::from_name("error"), Some(CheckKind::Error));
+    }
 }
