@@ -60,7 +60,8 @@ pub enum SuiteCommand {
     /// Run the case corpus (or your own case files) against a backend
     Conformance(ConformanceArgs),
     /// Random valid and near-miss cases; the first failure is shrunk and saved
-    Fuzz(FuzzArgs),
+    // Boxed: its options are most of the enum's size.
+    Fuzz(Box<FuzzArgs>),
     /// List the backends `--backend` can name
     Backends(backends::BackendsArgs),
     /// The corpus on every backend available here, one column each: reports/matrix.json and

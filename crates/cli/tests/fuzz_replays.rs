@@ -160,12 +160,14 @@ impl Backend for Planted {
         self.oracle.feature_level()
     }
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
-        let hit = match (self.bug, op) {
-            (Bug::Acceptance | Bug::Values | Bug::Error, OperatorDesc::Slice1(_)) => true,
-            (Bug::Rejection | Bug::Hang, OperatorDesc::Join(_)) => true,
-            (Bug::GuardBand | Bug::Crash, OperatorDesc::Split(_)) => true,
-            _ => false,
-        };
+        let hit = matches!(
+            (self.bug, op),
+            (
+                Bug::Acceptance | Bug::Values | Bug::Error,
+                OperatorDesc::Slice1(_)
+            ) | (Bug::Rejection | Bug::Hang, OperatorDesc::Join(_))
+                | (Bug::GuardBand | Bug::Crash, OperatorDesc::Split(_))
+        );
         let real = self.oracle.compile(op);
         if !hit {
             return real;
