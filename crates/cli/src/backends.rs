@@ -8,6 +8,7 @@ use dmlcts_harness::DeviceFactory;
 use dmlcts_harness::corpus::read::{BACKENDS_FILE, load_yaml};
 use dmlcts_harness::expectations::Version;
 use dmlcts_harness::shell_word;
+use dmlcts_harness::text;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::{ProcessBackend, ProcessBackendAtLevel, ProcessOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
@@ -96,7 +97,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
     (
         "process:COMMAND",
-        "any server speaking docs/backend-protocol.md",
+        "any server speaking the backend protocol (`dmlcts protocol` prints it)",
     ),
 ];
 
@@ -114,8 +115,9 @@ pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
         Ok(names) => (names, None),
         Err(e) => (built_in_names(host), Some(e)),
     };
+    // Names and descriptions from a user's backends file are data: escaped, one line each.
     for (name, about) in names {
-        crate::say!("{name:16} {about}");
+        crate::say!("{:16} {}", text::line(&name), text::line(&about));
     }
     match error {
         Some(e) => {

@@ -179,7 +179,8 @@ fn a_server_that_offers_every_level_is_fuzzed_at_each_or_at_the_one_asked_for() 
 #[test]
 #[cfg_attr(not(feature = "tract"), ignore = "needs the `tract` feature")]
 fn a_level_a_backend_does_not_offer_is_refused() {
-    let saved = std::env::temp_dir().join(format!("dmlcts-cli-tract-{}", std::process::id()));
+    // A folder of its own: another campaign in the temporary folder may hold the default's lock.
+    let dir = std::env::temp_dir().join(format!("dmlcts-cli-level-{}", std::process::id()));
     let out = dmlcts(&[
         "fuzz",
         "--backend",
@@ -189,8 +190,9 @@ fn a_level_a_backend_does_not_offer_is_refused() {
         "--cases",
         "1",
         "--out",
-        saved.to_str().unwrap(),
+        dir.to_str().unwrap(),
     ]);
+    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -200,5 +202,4 @@ fn a_level_a_backend_does_not_offer_is_refused() {
         ),
         "{err}"
     );
-    let _ = std::fs::remove_dir_all(&saved);
 }

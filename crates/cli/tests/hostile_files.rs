@@ -440,3 +440,34 @@ fn a_backends_file_nested_100000_deep_fails_at_once_with_its_line() {
         )
     );
 }
+
+// On main, `dmlcts backends` printed a backends file's names and descriptions as they were:
+// an escape sequence reached the terminal and a line break made a line of its own.
+#[test]
+fn a_backends_files_names_and_descriptions_are_printed_escaped() {
+    let dir = fresh_dir("described");
+    std::fs::write(
+        dir.join("backends.yaml"),
+        "backends:\n  \"evil\\e[2J\":\n    command: ./server\n    description: \"clears\\e]0;title\\a the screen\\nFAKE line\"\n",
+    )
+    .unwrap();
+    let out = dmlcts_in(&dir, &["backends"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    assert!(!stdout.contains('\u{7}'), "{stdout:?}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("evil"))
+        .expect("the file's backend is listed");
+    assert!(
+        line.starts_with("evil\\u{1b}[2J "),
+        "the name is escaped: {line:?}"
+    );
+    assert!(
+        line.contains("clears\\u{1b}]0;title\\u{7} the screen\\nFAKE line (from backends.yaml)"),
+        "{line:?}"
+    );
+    assert!(!stdout.lines().any(|l| l.starts_with("FAKE")), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

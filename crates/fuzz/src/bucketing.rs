@@ -405,8 +405,14 @@ impl<'a> Bucketing<'a> {
             count: 1,
             first_index: index,
             first_seed: case_seed(self.options.seed, index),
+            report: labelled(
+                &without_replay_lines(&failure.report),
+                id,
+                &failure,
+                index,
+                self.options.seed,
+            ),
             case: *failure.case,
-            report: without_replay_lines(&failure.report),
             reproduced,
             saved: None,
             replay: None,
@@ -445,6 +451,31 @@ fn count_hit(state: &mut State, id: &str, index: u64) {
         bucket.count += 1;
         bucket.first_index = bucket.first_index.min(index);
     }
+}
+
+/// The report's first line (the runner's `FAIL NAME (FILE:LINE)`, which for a generated case
+/// says nothing) as what the case is: its bucket, check, operator, level, and where the
+/// campaign made it.
+fn labelled(report: &str, id: &str, failure: &CheckFailure, index: u64, seed: u64) -> String {
+    let rest = match report.split_once('\n') {
+        Some((first, rest))
+            if first.starts_with("FAIL ") || first.starts_with("INFORMATIONAL ") =>
+        {
+            rest
+        }
+        _ => report,
+    };
+    let head = if report.starts_with("INFORMATIONAL ") {
+        "INFORMATIONAL"
+    } else {
+        "FAIL"
+    };
+    format!(
+        "{head} {id}: {} check, {} at feature level {} (case {index} of seed {seed})\n{rest}",
+        failure.kind.name(),
+        failure.case.op.kind(),
+        failure.case.feature_level,
+    )
 }
 
 fn without_replay_lines(report: &str) -> String {

@@ -27,7 +27,7 @@ use crate::save::save_bucket;
 use dmlcts_harness::Case;
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -179,7 +179,19 @@ pub fn run_campaign(
 pub fn run_campaign_at_levels(
     jobs: &[Vec<&dyn Backend>],
     options: &CampaignOptions,
+    progress: impl FnMut(&Progress),
+) -> CampaignOutcome {
+    run_campaign_announcing(jobs, options, progress, |_| {})
+}
+
+/// `run_campaign_at_levels`, calling `found` (from the calling thread, with the progress) for
+/// each new bucket once, soon after it is found and its case saved, in the order found: so a
+/// long campaign shows its findings as they come, not only at its end.
+pub fn run_campaign_announcing(
+    jobs: &[Vec<&dyn Backend>],
+    options: &CampaignOptions,
     mut progress: impl FnMut(&Progress),
+    mut found: impl FnMut(&Bucket),
 ) -> CampaignOutcome {
     // Expectations are keyed by the backend's own name, as in the conformance command
     // (`directml@1.15.4` is `directml`, with its version in the device text).
@@ -201,6 +213,18 @@ pub fn run_campaign_at_levels(
         started: Instant::now(),
     };
     let running = AtomicUsize::new(jobs.len());
+    let mut announced: HashSet<String> = HashSet::new();
+    let mut announce = |campaign: &Campaign<'_>| {
+        let mut fresh: Vec<Bucket> = (campaign.bucketing.lock().buckets.values())
+            .filter(|b| b.status == BucketStatus::New && !announced.contains(&b.id))
+            .cloned()
+            .collect();
+        fresh.sort_by_key(|b| b.first_index);
+        for bucket in &fresh {
+            announced.insert(bucket.id.clone());
+            found(bucket);
+        }
+    };
     std::thread::scope(|scope| {
         for devices in jobs {
             let campaign = &campaign;
@@ -214,9 +238,11 @@ pub fn run_campaign_at_levels(
         }
         while running.load(Ordering::Acquire) > 0 {
             std::thread::sleep(Duration::from_millis(100));
+            announce(&campaign);
             progress(&campaign.progress(false));
         }
     });
+    announce(&campaign);
     progress(&campaign.progress(true));
     let elapsed = campaign.started.elapsed();
     let state = campaign

@@ -37,6 +37,7 @@ mod bucketing;
 pub mod campaign;
 pub mod cases;
 pub mod check;
+pub mod merge;
 pub mod options;
 pub mod outcome;
 pub mod replay;
@@ -46,7 +47,7 @@ pub mod shrink;
 pub mod signature;
 pub mod strategies;
 
-pub use campaign::{run_campaign, run_campaign_at_levels};
+pub use campaign::{run_campaign, run_campaign_announcing, run_campaign_at_levels};
 pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case, check_case_data_sets};
 pub use options::{CampaignOptions, Shard};
 pub use outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};

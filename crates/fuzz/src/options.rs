@@ -72,10 +72,15 @@ pub struct CampaignOptions {
     pub device: String,
     pub known_differences: Vec<KnownDifference>,
     pub not_enforced: Vec<NotEnforced>,
-    /// Prepended to replay commands: the `DMLCTS_*` settings that shaped the run.
-    pub env_prefix: String,
-    /// The command replay lines start with (`cargo xtask`, `dmlcts`).
+    /// The `DMLCTS_*` settings that shaped the run, set before every replay command.
+    pub env: Vec<(String, String)>,
+    /// The program that runs the campaign, which replay commands start with and saved cases'
+    /// headers name (`dmlcts`, `cargo xtask`, a backend author's own).
     pub program: String,
+    /// The words of every option that shaped how the backend ran, for replay commands:
+    /// `--backend-config FILE`, `--process-timeout SECS`, `--adapter TEXT`, `--expectations
+    /// FILE` (the level, pinned or the case's own, is added where it applies).
+    pub run_options: Vec<String>,
 }
 
 impl CampaignOptions {
@@ -97,8 +102,9 @@ impl CampaignOptions {
             device: String::new(),
             known_differences: Vec::new(),
             not_enforced: Vec::new(),
-            env_prefix: String::new(),
+            env: Vec::new(),
             program: "cargo xtask".to_string(),
+            run_options: Vec::new(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! its buckets (one per cause of failure, each with its minimal case) and their counts. The
 //! report reads these; nothing here refers back to the campaign.
 
+use crate::replay::Replay;
 use crate::signature::CheckKind;
 use dmlcts_harness::Case;
 use dmlcts_tensor::FeatureLevel;
@@ -51,7 +52,8 @@ pub struct Bucket {
     /// with no shrink time nothing is re-run, and it stays true.
     pub reproduced: bool,
     pub saved: Option<PathBuf>,
-    pub replay: Option<String>,
+    /// The command that runs the saved case again (see `replay::saved_case_replay`).
+    pub replay: Option<Replay>,
     /// Time spent shrinking its hits, all together (one budget per bucket).
     pub shrink_time: Duration,
     /// How many of its hits were shrunk (the rest were counted as they came).
