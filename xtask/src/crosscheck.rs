@@ -220,6 +220,7 @@ fn crosscheck_one(
 
     // A campaign of valid cases, through the fuzzer.
     let mut options = CampaignOptions::new(name, args.seed);
+    options.program = "cargo xtask".to_string();
     options.cases = Some(args.cases);
     options.time = args.time;
     options.mix = Mix::ValidOnly;

@@ -75,7 +75,9 @@ pub struct CampaignOptions {
     /// The `DMLCTS_*` settings that shaped the run, set before every replay command.
     pub env: Vec<(String, String)>,
     /// The program that runs the campaign, which replay commands start with and saved cases'
-    /// headers name (`dmlcts`, `cargo xtask`, a backend author's own).
+    /// headers name (`dmlcts`, `cargo xtask`). Empty (`new`'s default): a campaign in the
+    /// caller's own process, a backend author's test, whose replays are `cargo test` of the
+    /// caller's package (see `replay::saved_case_replay`).
     pub program: String,
     /// The words of every option that shaped how the backend ran, for replay commands:
     /// `--backend-config FILE`, `--process-timeout SECS`, `--adapter TEXT`, `--expectations
@@ -103,7 +105,7 @@ impl CampaignOptions {
             known_differences: Vec::new(),
             not_enforced: Vec::new(),
             env: Vec::new(),
-            program: "cargo xtask".to_string(),
+            program: String::new(),
             run_options: Vec::new(),
         }
     }

@@ -5,12 +5,17 @@
 
 use crate::check::Mix;
 use crate::options::CampaignOptions;
-pub use dmlcts_harness::run::replay::{Replay, ReplayRecipe, dmlcts_env, shell_word};
+pub use dmlcts_harness::run::replay::{
+    LibtestTarget, Replay, ReplayRecipe, dmlcts_env, shell_word,
+};
 
 /// The command that runs the case saved in `file` (named `name`) alone again, the way the
 /// campaign ran it: `PROGRAM conformance --backend NAME OPTIONS... --cases FILE --filter NAME
 /// --exact`, with the campaign's `DMLCTS_*` settings. The case carries its level.
 pub fn saved_case_replay(options: &CampaignOptions, name: &str, file: &str) -> Replay {
+    if options.program.is_empty() {
+        return in_process_case_replay(options, name, file);
+    }
     let mut words = options.run_options.clone();
     if let Some(level) = options.pinned_level {
         words.extend(["--feature-level".to_string(), level.to_string()]);
@@ -30,6 +35,14 @@ pub fn saved_case_replay(options: &CampaignOptions, name: &str, file: &str) -> R
 /// descriptors, indices `k` of its shard for `k < ran`, which `--cases ran * N` selects), so
 /// the repeat runs the same cases whatever the machine.
 pub fn campaign_replay(options: &CampaignOptions, jobs: usize, ran: Option<u64>) -> Replay {
+    if options.program.is_empty() {
+        // The campaign is the caller's own test, seed and all: running that test repeats it.
+        return match LibtestTarget::of_this_process() {
+            Some(t) => Replay::new(["cargo", "test", "-p", &t.package, "--test", &t.test]),
+            None => Replay::new([this_program()]),
+        }
+        .with_env(options.env.clone());
+    }
     let mut words = program_words(options);
     words.extend([
         "fuzz".to_string(),
@@ -81,4 +94,42 @@ fn program_words(options: &CampaignOptions) -> Vec<String> {
         .split_whitespace()
         .map(str::to_string)
         .collect()
+}
+
+/// A case saved by a campaign in the caller's own process (a backend author's test): the
+/// package's libtest targets run it with `DMLCTS_CASES` naming its file, `cargo test -p
+/// PACKAGE -- NAME --exact` (every target of the package gets the filter; the one built on
+/// `dmlcts_harness::libtest_main*` runs the case, the others run nothing). Outside cargo, the
+/// test binary itself.
+fn in_process_case_replay(options: &CampaignOptions, name: &str, file: &str) -> Replay {
+    let mut env = vec![("DMLCTS_CASES".to_string(), file.to_string())];
+    env.extend(
+        (options.env.iter())
+            .filter(|(key, _)| key != "DMLCTS_CASES")
+            .cloned(),
+    );
+    match LibtestTarget::of_this_process() {
+        Some(t) => Replay::new(["cargo", "test", "-p", &t.package, "--", name, "--exact"]),
+        None => Replay::new([this_program().as_str(), name, "--exact"]),
+    }
+    .with_env(env)
+}
+
+/// This process's program, as a path.
+fn this_program() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "TEST-BINARY".to_string())
+}
+
+/// What saved headers and descriptions say ran the campaign: `dmlcts fuzz`, `cargo xtask
+/// fuzz`, or the caller's test.
+pub fn campaign_runner(options: &CampaignOptions) -> String {
+    if !options.program.is_empty() {
+        return format!("`{} fuzz`", options.program);
+    }
+    match LibtestTarget::of_this_process() {
+        Some(t) => format!("an in-process campaign in {}'s test {}", t.package, t.test),
+        None => format!("an in-process campaign in {}", this_program()),
+    }
 }

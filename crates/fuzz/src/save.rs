@@ -45,8 +45,8 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
     );
     case.file = String::new();
     case.description = Some(format!(
-        "found by {} fuzz --backend {} --seed {} (case {}, {} check)",
-        options.program,
+        "found by {} (backend {}, seed {}, case {}, {} check)",
+        crate::replay::campaign_runner(options),
         options.backend_name,
         options.seed,
         bucket.first_index,
@@ -83,13 +83,13 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
     };
     let replay = saved_case_replay(options, &case.name, &path.display().to_string());
     let header = format!(
-        "# Saved by `{} fuzz`: the minimal case of bucket {}\n\
+        "# Saved by {}: the minimal case of bucket {}\n\
          # status: {}\n\
          # check: {}; operator: {}; feature level: {}\n\
          # first found: case {} of seed {} (case seed {}); the campaign's report counts its hits\n\
          # replay: {}\n\
          # What failed:\n{}\n",
-        comment_text(&options.program),
+        comment_text(&crate::replay::campaign_runner(options)),
         comment_text(&bucket.id),
         comment_text(&status),
         bucket.kind.name(),
