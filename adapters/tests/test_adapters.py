@@ -1,8 +1,8 @@
-"""Both adapter servers, driven over the protocol the way the harness drives them, on what the
+"""Every adapter server, driven over the protocol the way the harness drives them, on what the
 corpus cannot send: malformed descriptors, unknown messages, a level not offered, an execute
-for an unknown id. Each must answer and keep serving, never die. Plus the glue's own rules
-and the two translations a corpus pass alone would not pin down (ONNX's INT64_MIN end, XLA's
-reversed starts).
+for an unknown id. Each must answer and keep serving, never die. Plus the glue's own rules,
+the compile cache, and the translations a corpus pass alone would not pin down (ONNX's
+INT64_MIN end, XLA's reversed starts, LiteRT's end_mask, TVM's and MLX's ends before index 0).
 
     python3 -m unittest discover -s adapters/tests -v
 """
@@ -18,10 +18,19 @@ ADAPTERS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ADAPTERS / "python"))
 
 import dmlcts_adapter as adapter  # noqa: E402
+import dmlcts_shapes as shapes  # noqa: E402
 
+# Each backend name: its server and arguments, as backends.yaml starts it.
 SERVERS = {
-    "onnxruntime": ADAPTERS / "onnxruntime" / "onnxruntime_backend.py",
-    "jax": ADAPTERS / "jax" / "jax_backend.py",
+    "onnxruntime": (ADAPTERS / "onnxruntime" / "onnxruntime_backend.py",),
+    "onnx-reference": (ADAPTERS / "onnxruntime" / "onnx_reference_backend.py",),
+    "jax": (ADAPTERS / "jax" / "jax_backend.py",),
+    "openvino": (ADAPTERS / "openvino" / "openvino_backend.py",),
+    "openvino-reference": (ADAPTERS / "openvino" / "openvino_backend.py", "--reference"),
+    "litert": (ADAPTERS / "litert" / "litert_backend.py",),
+    "litert-ref": (ADAPTERS / "litert" / "litert_backend.py", "--ref"),
+    "tvm": (ADAPTERS / "tvm" / "tvm_backend.py",),
+    "mlx": (ADAPTERS / "mlx" / "mlx_backend.py",),
 }
 
 
@@ -41,9 +50,9 @@ def slice1(offsets, sizes, strides, input_sizes, output_sizes):
 
 
 class Server:
-    def __init__(self, script):
-        self.process = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE)
+    def __init__(self, script, *args):
+        self.process = subprocess.Popen([sys.executable, str(script), *args],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def ask(self, header, payloads=()):
         adapter.write_frame(self.process.stdin, header, payloads)
@@ -64,7 +73,7 @@ class ServerTests:
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(SERVERS[cls.name])
+        cls.server = Server(*SERVERS[cls.name])
         cls.hello = cls.server.ask({"type": "hello", "protocol": 1})[0]
 
     @classmethod
@@ -116,11 +125,32 @@ class ServerTests:
         return payloads
 
     def test_a_reversal_through_index_0_reads_every_element(self):
-        # Window [0, 4) read backwards: the ONNX end is INT64_MIN, XLA's start is 0 reversed.
+        # Window [0, 4) read backwards: the ONNX end is INT64_MIN, XLA's start is 0 reversed,
+        # LiteRT's end is end_mask's, TVM's -5, MLX's None.
         source = np.arange(10, 14, dtype="<i4")
         (out,) = self.run_case(9, slice1([0], [4], [-1], [4], [4]),
                                [source.tobytes()], [bytes(16)])
         self.assertEqual(np.frombuffer(out, "<i4").tolist(), [13, 12, 11, 10])
+        # Every other element from the far end, stopping before index 0: 13, 11.
+        (out,) = self.run_case(12, slice1([0], [4], [-2], [4], [2]),
+                               [source.tobytes()], [bytes(8)])
+        self.assertEqual(np.frombuffer(out, "<i4").tolist(), [13, 11])
+
+    def test_a_second_descriptor_with_the_same_shapes_and_another_layout_runs_on_its_own(self):
+        # Same framework key (the cache may reuse the module), another input layout: the
+        # glue's gather, not the cached module, decides which elements are read.
+        source = np.array([0, 1, 2, 3, 4, 5], dtype="<i4")
+        packed = {"join": {"axis": 0, "inputs": [tensor("INT32", [3]), tensor("INT32", [3])],
+                           "output": tensor("INT32", [6])}}
+        (out,) = self.run_case(13, packed, [source[:3].tobytes(), source[3:].tobytes()],
+                               [bytes(24)])
+        self.assertEqual(np.frombuffer(out, "<i4").tolist(), [0, 1, 2, 3, 4, 5])
+        strided = {"join": {"axis": 0, "inputs": [tensor("INT32", [3], [2], 20),
+                                                  tensor("INT32", [3])],
+                            "output": tensor("INT32", [6])}}
+        (out,) = self.run_case(14, strided, [source[:5].tobytes(), source[3:].tobytes()],
+                               [bytes(24)])
+        self.assertEqual(np.frombuffer(out, "<i4").tolist(), [0, 2, 4, 3, 4, 5])
 
     def test_strided_layouts_are_gathered_and_scattered_leaving_holes_untouched(self):
         # Split a 2x3 input (row stride 4: a hole after each row) on axis 1 into 2x1 and 2x2;
@@ -148,8 +178,100 @@ class OnnxRuntimeServer(ServerTests, unittest.TestCase):
     name = "onnxruntime"
 
 
+class OnnxReferenceServer(ServerTests, unittest.TestCase):
+    name = "onnx-reference"
+
+
 class JaxServer(ServerTests, unittest.TestCase):
     name = "jax"
+
+
+class OpenVinoServer(ServerTests, unittest.TestCase):
+    name = "openvino"
+
+    def test_float16_nan_payloads_and_negative_zero_come_through_bit_for_bit(self):
+        # The CPU plugin's known difference (docs/findings/openvino-cpu-float16-signalling-
+        # nan-quieted.yaml): the signalling NaN 0x7C01 comes back quiet, the rest unchanged.
+        # When this starts to fail, the finding is stale.
+        bits = np.array([0x7E01, 0x7C01, 0x8000, 0xFC02], dtype="<u2")
+        operator = {"join": {"axis": 0, "inputs": [tensor("FLOAT16", [2]), tensor("FLOAT16", [2])],
+                             "output": tensor("FLOAT16", [4])}}
+        (out,) = self.run_case(11, operator, [bits[:2].tobytes(), bits[2:].tobytes()],
+                               [bytes(8)])
+        self.assertEqual(np.frombuffer(out, "<u2").tolist(), [0x7E01, 0x7E01, 0x8000, 0xFE02])
+
+
+class OpenVinoReferenceServer(ServerTests, unittest.TestCase):
+    name = "openvino-reference"
+
+
+class LiteRtServer(ServerTests, unittest.TestCase):
+    name = "litert"
+
+    def test_a_type_the_kernel_refuses_is_unsupported_with_the_kernel_named(self):
+        operator = {"split": {"axis": 0, "input": tensor("UINT16", [2]),
+                              "outputs": [tensor("UINT16", [1]), tensor("UINT16", [1])]}}
+        reply = self.server.ask({"type": "compile", "id": 20, "operator": operator})[0]
+        self.assertEqual(reply["type"], "unsupported", reply)
+        self.assertIn("SPLIT_V", reply["reason"])
+        self.assertIn("UINT16", reply["reason"])
+        reply = self.server.ask({"type": "compile", "id": 21,
+                                 "operator": slice1([0], [4], [-(1 << 31)], [4], [1])})[0]
+        self.assertEqual(reply["type"], "unsupported", reply)
+        self.assertIn("INT32_MIN", reply["reason"])
+
+
+class LiteRtReferenceServer(ServerTests, unittest.TestCase):
+    name = "litert-ref"
+
+
+class TvmServer(ServerTests, unittest.TestCase):
+    name = "tvm"
+
+
+class MlxServer(ServerTests, unittest.TestCase):
+    name = "mlx"
+
+
+class CompileCacheTests(unittest.TestCase):
+    def test_the_key_is_what_a_framework_sees_strides_and_buffer_sizes_are_not_in_it(self):
+        a = slice1([0], [2], [1], [4], [2])
+        b = slice1([0], [2], [1], [4], [2])
+        b["slice1"]["input"] = tensor("INT32", [4], [3], 40)
+        self.assertEqual(shapes.framework_key(a), shapes.framework_key(b))
+        for change in (lambda d: d["input"].update(data_type="UINT32"),
+                       lambda d: d["input"].update(sizes=[5]),
+                       lambda d: d.update(input_window_offsets=[1]),
+                       lambda d: d.update(input_window_strides=[-1])):
+            c = slice1([0], [2], [1], [4], [2])
+            change(c["slice1"])
+            self.assertNotEqual(shapes.framework_key(a), shapes.framework_key(c))
+
+    def test_a_hit_reuses_the_module_and_the_oldest_is_dropped_past_capacity(self):
+        built = []
+        cache = shapes.CompileCache(lambda op: built.append(op) or len(built), capacity=2)
+        ops = [slice1([0], [n], [1], [4], [n]) for n in (1, 2, 3)]
+        self.assertEqual([cache(ops[0]), cache(ops[1]), cache(ops[0])], [1, 2, 1])
+        self.assertEqual((cache.hits, cache.misses), (1, 2))
+        cache(ops[2])  # drops ops[1], the least recently used
+        self.assertEqual(cache(ops[0]), 1)
+        self.assertEqual(cache(ops[1]), 4)
+
+    def test_capacity_0_compiles_every_time_and_a_refusal_is_never_kept(self):
+        calls = []
+        cache = shapes.CompileCache(lambda op: calls.append(op) or len(calls), capacity=0)
+        op = slice1([0], [2], [1], [4], [2])
+        self.assertEqual([cache(op), cache(op)], [1, 2])
+
+        def refuse(op):
+            calls.append(op)
+            raise adapter.Rejected("no")
+        cache = shapes.CompileCache(refuse, capacity=4)
+        for _ in range(2):
+            with self.assertRaises(adapter.Rejected):
+                cache(op)
+        self.assertEqual(len(calls), 4)
+        self.assertEqual(len(cache.modules), 0)
 
 
 class Glue(unittest.TestCase):

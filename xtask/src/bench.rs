@@ -11,10 +11,12 @@
 //! The files: `workloads` (the descriptors, their inputs, ndarray's same work), `references`
 //! (the reference copies between the backend's own buffers), `rounds` (the settling read, the
 //! interleaved rounds, the figures taken from them), `cpu` (the CPU backend's bench),
-//! `report` (its table and JSON report), `scaling` (the size-scaling table) and `wgpu`
-//! (`--backend wgpu`).
+//! `report` (its table and JSON report), `scaling` (the size-scaling table), `wgpu`
+//! (`--backend wgpu`) and `fuzz` (`--fuzz`: a campaign's speed with a planted bug, next to the
+//! clean campaign).
 
 mod cpu;
+mod fuzz;
 mod references;
 mod report;
 mod rounds;
@@ -32,6 +34,7 @@ struct Options {
     oracle: bool,
     json: Option<String>,
     filter: Option<String>,
+    fuzz: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -42,6 +45,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         oracle: true,
         json: None,
         filter: None,
+        fuzz: false,
     };
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
@@ -52,6 +56,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 options.runs = options.runs.max(1);
             }
             "--no-oracle" => options.oracle = false,
+            "--fuzz" => options.fuzz = true,
             "--json" => options.json = Some(value()?),
             "--filter" => options.filter = Some(value()?),
             "--backend" => {
@@ -94,11 +99,14 @@ pub fn bench_main(args: &[String]) -> i32 {
         Ok(o) => o,
         Err(e) => {
             eprintln!(
-                "error: {e}\nusage: cargo xtask bench [--runs N] [--no-oracle] [--json FILE] [--filter TEXT]"
+                "error: {e}\nusage: cargo xtask bench [--runs N] [--no-oracle] [--json FILE] [--filter TEXT]\n       cargo xtask bench --fuzz [--runs N] [--json FILE]"
             );
             return 2;
         }
     };
+    if options.fuzz {
+        return fuzz::bench_fuzz(&options);
+    }
     if options.backend == "wgpu" {
         return wgpu::bench_wgpu(&options);
     }

@@ -2,6 +2,7 @@
 //! and `backends` are the `dmlcts` binary's own commands (crates/cli), run from the checkout.
 
 mod bench;
+mod crosscheck;
 mod directml;
 mod mutants;
 
@@ -45,6 +46,10 @@ enum Command {
         #[arg(last = true)]
         cargo_mutants_args: Vec<String>,
     },
+    /// The oracle against three references nobody here wrote (ONNX's ReferenceEvaluator,
+    /// OpenVINO's Model.evaluate(), LiteRT's reference kernels): the corpus and a campaign of
+    /// valid cases each, bit for bit; fails on any disagreement no expectations file explains
+    Crosscheck(crosscheck::CrosscheckArgs),
     /// Real DirectML under Wine (Linux): `setup`, `doctor`, `matrix` (every pinned version)
     #[command(disable_help_flag = true)]
     Directml {
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         Command::GenCases => gen_cases(),
         Command::Bench { args } => bench::bench_main(&args),
         Command::Directml { args } => directml::directml_main(&args),
+        Command::Crosscheck(args) => crosscheck::crosscheck_main(&args, &host, &root),
         Command::Mutants {
             package,
             cargo_mutants_args,

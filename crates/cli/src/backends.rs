@@ -4,12 +4,11 @@
 use crate::Host;
 use clap::Args;
 use dmlcts_backend_cpu::CpuBackend;
-use dmlcts_backend_tract::TractBackend;
-use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
 use dmlcts_harness::DeviceFactory;
 use dmlcts_harness::corpus::read::{BACKENDS_FILE, load_yaml};
 use dmlcts_harness::expectations::Version;
 use dmlcts_harness::shell_word;
+use dmlcts_harness::text;
 use dmlcts_oracle::OracleBackend;
 use dmlcts_protocol::{ProcessBackend, ProcessBackendAtLevel, ProcessOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
@@ -98,7 +97,7 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ),
     (
         "process:COMMAND",
-        "any server speaking docs/backend-protocol.md",
+        "any server speaking the backend protocol (`dmlcts protocol` prints it)",
     ),
 ];
 
@@ -116,8 +115,9 @@ pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
         Ok(names) => (names, None),
         Err(e) => (built_in_names(host), Some(e)),
     };
+    // Names and descriptions from a user's backends file are data: escaped, one line each.
     for (name, about) in names {
-        crate::say!("{name:16} {about}");
+        crate::say!("{:16} {}", text::line(&name), text::line(&about));
     }
     match error {
         Some(e) => {
@@ -227,7 +227,11 @@ fn load_config(path: &Path, named: bool) -> Result<BackendsFile, String> {
 fn built_in_names(host: &Host) -> Vec<(String, String)> {
     let mut all: Vec<(String, String)> = Vec::new();
     for (name, about) in BUILT_IN {
-        all.push((name.to_string(), about.to_string()));
+        let about = match missing_feature(name) {
+            Some(feature) => format!("{about} (not in this build: --features {feature})"),
+            None => about.to_string(),
+        };
+        all.push((name.to_string(), about));
         // The DirectML names, in the place `directml` always had.
         if *name == "wgpu" {
             all.extend((host.directml_names)());
@@ -323,31 +327,12 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
                 |level| Arc::new(OracleBackend::new(level)),
             ));
         }
-        "wgpu" => {
-            let mut options = WgpuOptions::default();
-            if request.adapter.is_some() {
-                options.adapter = request.adapter.clone();
-            }
-            options.feature_level = first_level;
-            let backend = WgpuBackend::new(options.clone());
-            // CI sets this so that a missing adapter fails the run instead of skipping it.
-            if let Some(reason) = backend.unavailable_reason()
-                && std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_some()
-            {
-                return Err(format!("DMLCTS_REQUIRE_WGPU_ADAPTER is set and {reason}"));
-            }
-            return Ok(Resolved::per_level(Arc::new(backend), move |level| {
-                Arc::new(WgpuBackend::new(WgpuOptions {
-                    feature_level: level,
-                    ..options.clone()
-                }))
-            }));
-        }
+        "wgpu" => return wgpu(request, first_level),
         "cpu-process" => {
             let command = cpu_server_command(level)?;
             return process(&command, "cpu-process", request, None, None);
         }
-        "tract" => return Ok(Resolved::single(Arc::new(TractBackend::new()))),
+        "tract" => return tract(),
         _ => {}
     }
     // `directml` (the newest pinned DirectML.dll) or `directml@VERSION`.
@@ -398,6 +383,68 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
             .collect::<Vec<_>>()
             .join(", ")
     ))
+}
+
+/// The backends behind cargo features of this package (`wgpu`, `tract`; `full` is both): their
+/// dependency trees (wgpu and naga, tract-core) are most of a from-scratch build, and an
+/// author's own backend needs neither. Absent from a build, each still has its name, and
+/// saying it explains how to get it.
+#[cfg_attr(all(feature = "wgpu", feature = "tract"), allow(dead_code))]
+fn not_in_this_build(feature: &str) -> String {
+    format!(
+        "this dmlcts was built without the `{feature}` backend: install it with the cargo \
+         feature `{feature}` (`cargo install ... dmlcts --features {feature}`, or `--features \
+         full` for every backend; `cargo xtask` in a dmlcts checkout has them all)"
+    )
+}
+
+/// The cargo feature a built-in backend needs, when this build lacks it.
+fn missing_feature(name: &str) -> Option<&'static str> {
+    match name {
+        "wgpu" if cfg!(not(feature = "wgpu")) => Some("wgpu"),
+        "tract" if cfg!(not(feature = "tract")) => Some("tract"),
+        _ => None,
+    }
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu(request: &BackendRequest, first_level: FeatureLevel) -> Result<Resolved, String> {
+    use dmlcts_backend_wgpu::{WgpuBackend, WgpuOptions};
+    let mut options = WgpuOptions::default();
+    if request.adapter.is_some() {
+        options.adapter = request.adapter.clone();
+    }
+    options.feature_level = first_level;
+    let backend = WgpuBackend::new(options.clone());
+    // CI sets this so that a missing adapter fails the run instead of skipping it.
+    if let Some(reason) = backend.unavailable_reason()
+        && std::env::var_os("DMLCTS_REQUIRE_WGPU_ADAPTER").is_some()
+    {
+        return Err(format!("DMLCTS_REQUIRE_WGPU_ADAPTER is set and {reason}"));
+    }
+    Ok(Resolved::per_level(Arc::new(backend), move |level| {
+        Arc::new(WgpuBackend::new(WgpuOptions {
+            feature_level: level,
+            ..options.clone()
+        }))
+    }))
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn wgpu(_: &BackendRequest, _: FeatureLevel) -> Result<Resolved, String> {
+    Err(not_in_this_build("wgpu"))
+}
+
+#[cfg(feature = "tract")]
+fn tract() -> Result<Resolved, String> {
+    Ok(Resolved::single(Arc::new(
+        dmlcts_backend_tract::TractBackend::new(),
+    )))
+}
+
+#[cfg(not(feature = "tract"))]
+fn tract() -> Result<Resolved, String> {
+    Err(not_in_this_build("tract"))
 }
 
 /// The installed binary's DirectML stack: the one a dmlcts checkout's `cargo xtask directml
@@ -569,5 +616,53 @@ mod tests {
             ]
         );
         std::fs::remove_dir_all(&stack).unwrap();
+    }
+
+    /// wgpu and tract are cargo features: in a build without one, naming it says which
+    /// feature brings it (and `backends` still lists it, saying so); with it, it resolves.
+    /// `cargo test -p dmlcts` checks the slim build, `cargo test --workspace` the full one.
+    #[test]
+    fn a_backend_left_out_of_the_build_says_which_feature_brings_it() {
+        let host = Host {
+            program: "dmlcts",
+            default_backends_file: PathBuf::from("/nonexistent/backends.yaml"),
+            default_fuzz_out: PathBuf::from("cases/regressions"),
+            directml: |_| None,
+            directml_names: Vec::new,
+            directml_ready: Vec::new,
+        };
+        let listed = known(&host, None).unwrap();
+        for (name, built) in [
+            ("wgpu", cfg!(feature = "wgpu")),
+            ("tract", cfg!(feature = "tract")),
+        ] {
+            let request = BackendRequest {
+                name: name.to_string(),
+                ..BackendRequest::default()
+            };
+            let about = &listed.iter().find(|(n, _)| n == name).unwrap().1;
+            let note = format!("(not in this build: --features {name})");
+            match resolve(&host, &request) {
+                Err(e) if !built => {
+                    assert_eq!(
+                        e,
+                        format!(
+                            "this dmlcts was built without the `{name}` backend: install it with \
+                             the cargo feature `{name}` (`cargo install ... dmlcts --features \
+                             {name}`, or `--features full` for every backend; `cargo xtask` in a \
+                             dmlcts checkout has them all)"
+                        )
+                    );
+                    assert!(about.ends_with(&note), "{about}");
+                }
+                Ok(resolved) if built => {
+                    assert_eq!(resolved.backend.name(), name);
+                    assert!(!about.contains(&note), "{about}");
+                }
+                // No adapter where CI requires one: the wgpu backend itself said so.
+                Err(e) if built && e.starts_with("DMLCTS_REQUIRE_WGPU_ADAPTER") => {}
+                other => panic!("{name} (built: {built}): {:?}", other.map(|_| ())),
+            }
+        }
     }
 }

@@ -28,9 +28,9 @@ pub struct BackendOptions {
     /// Backend to test; the `backends` command lists them
     ///
     /// cpu, oracle, wgpu, directml (the newest pinned DirectML.dll), directml@VERSION,
-    /// cpu-process, tract (tract-core in process), process:COMMAND (any server speaking
-    /// docs/backend-protocol.md, started with `sh -c COMMAND`), or a name from the backends
-    /// file. directml needs a dmlcts checkout: its `cargo xtask directml setup` prepares the
+    /// cpu-process, tract (tract-core in process), process:COMMAND (any server speaking the
+    /// backend protocol, which `dmlcts protocol` prints; started with `sh -c COMMAND`), or a
+    /// name from the backends file. directml needs a dmlcts checkout: its `cargo xtask directml setup` prepares the
     /// stack, which the installed binary finds in ./target/directml-stack or in
     /// $DMLCTS_DIRECTML_STACK.
     #[arg(long, value_name = "NAME", default_value = "cpu")]

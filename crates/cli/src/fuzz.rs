@@ -1,31 +1,36 @@
 //! `fuzz`: options and printing around `dmlcts_fuzz::run_campaign`. Kept thin: the
 //! campaign, its buckets and its report live in crates/fuzz.
 
-use crate::backends::{BackendRequest, resolve};
-use crate::{Host, parse_seconds};
-use clap::{ArgGroup, Args};
-use dmlcts_fuzz::report::{campaign_command, env_prefix, json_report};
+use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
+use crate::conformance::BackendOptions;
+use crate::{Host, parse_feature_level, parse_seconds};
+use clap::{ArgGroup, Args, Subcommand};
+use dmlcts_fuzz::report::{campaign_command, json_report};
 use dmlcts_fuzz::{
-    BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard, run_campaign,
+    Bucket, BucketStatus, CampaignOptions, CampaignOutcome, Mix, Progress, Shard,
+    run_campaign_announcing,
 };
 use dmlcts_harness::expectations::Expectations;
-use dmlcts_tensor::{Backend, OperatorKind};
+use dmlcts_harness::run::replay::dmlcts_env;
+use dmlcts_harness::text;
+use dmlcts_tensor::{Backend, FeatureLevel, OperatorKind};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A campaign: runs its whole budget, buckets every failure by the signature of its shrunk
-/// minimal case, saves one case per bucket, and exits 1 when there is a new finding.
+/// minimal case, saves one case per bucket, and exits 1 when there is a new finding. A
+/// backend that offers several feature levels is fuzzed at every one of them: each case is
+/// judged at one, picked from the seed.
 #[derive(Clone, Debug, Args)]
 #[command(group = ArgGroup::new("mix").args(["valid_only", "invalid_only"]))]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct FuzzArgs {
-    /// Backend to fuzz (the `backends` command lists them)
-    #[arg(long, value_name = "NAME", default_value = "cpu")]
-    pub backend: String,
-    /// GPU backends: the adapter whose name, backend or driver contains TEXT
-    #[arg(long, value_name = "TEXT")]
-    pub adapter: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<FuzzCommand>,
+    #[command(flatten)]
+    pub backend: BackendOptions,
     /// Case budget [default: 10000, or none when --time is given]
     #[arg(long, value_name = "N")]
     pub cases: Option<u64>,
@@ -44,6 +49,14 @@ pub struct FuzzArgs {
     /// Only near misses (valid descriptors with one rule broken)
     #[arg(long)]
     pub invalid_only: bool,
+    /// Judge every case at this level only [default: every level the backend offers, each
+    /// case at one of them, picked from the seed]
+    #[arg(long, value_name = "X_Y", value_parser = parse_feature_level)]
+    pub feature_level: Option<FeatureLevel>,
+    /// Data sets per valid descriptor, all on one compile: for backends that compile slowly
+    /// (each data set counts as a case)
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub data_sets: u16,
     /// Backend instances run in parallel (processes for out-of-process backends); the same
     /// seed gives the same cases whatever N is
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
@@ -62,10 +75,30 @@ pub struct FuzzArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds,
           default_value = "20")]
     pub shrink_time: Duration,
-    /// Where each bucket's minimal case is saved [default: cases/regressions]
+    /// Where each bucket's minimal case is saved [default: dmlcts-regressions; in a dmlcts
+    /// checkout, `cargo xtask fuzz`: cases/regressions]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Write the campaign report (JSON) here
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `fuzz merge`: what a campaign spread over machines ends with.
+#[derive(Clone, Debug, Subcommand)]
+pub enum FuzzCommand {
+    /// Merge the --json reports of a campaign's shards (--shard I/N) into one: buckets
+    /// deduplicated by signature, hits summed, the earliest case kept; exit status 1 when it
+    /// has a new finding
+    Merge(MergeArgs),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' reports (of one campaign: the same seed, suite and backend)
+    #[arg(value_name = "REPORT.json", required = true)]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged report (JSON) here; `-`: to stdout, alone
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
@@ -103,7 +136,16 @@ fn progress_line(p: &Progress) -> String {
 }
 
 pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
-    let backend_name = args.backend.clone();
+    fuzz_with(args, host, &|request| resolve(host, request))
+}
+
+/// `fuzz` with a resolver of its own (a test's planted backends; `fuzz_main` resolves as the
+/// host does).
+pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
+    if let Some(FuzzCommand::Merge(merge)) = &args.command {
+        return merge_main(merge);
+    }
+    let backend_name = args.backend.backend.clone();
     let mut options = match campaign_options(args, host) {
         Ok(options) => options,
         Err(status) => return status,
@@ -114,18 +156,17 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         Err(status) => return status,
     };
     let jobs = usize::from(args.jobs);
-    let (instances, startup) = match start_instances(args, host, jobs) {
+    let (instances, startup) = match start_instances(args, resolver, jobs) {
         Ok(started) => started,
         Err(status) => return status,
     };
-    if let Some(reason) = instances[0].unavailable_reason() {
+    let first = instances[0][0].clone();
+    if let Some(reason) = first.unavailable_reason() {
         crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
         return 2;
     }
-    options.device = instances[0].device();
-    options.env_prefix = env_prefix();
-    options.program = host.program.to_string();
-    let command = campaign_command(&options, jobs, args.expectations.as_deref());
+    options.device = first.device();
+    let command = campaign_command(&options, jobs, None).render();
     let budget = budget_text(&options);
     crate::say!(
         "fuzz: {budget} on backend {backend_name} ({}), seed {}, {jobs} job(s), shard {}/{}",
@@ -134,22 +175,56 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
         options.shard.index,
         options.shard.count
     );
+    let levels: Vec<String> = instances[0]
+        .iter()
+        .map(|d| d.feature_level().to_string())
+        .collect();
+    crate::say!(
+        "fuzz: {} (each case at one, picked from the seed)",
+        match levels.len() {
+            1 => format!("at feature level {}", levels[0]),
+            _ => format!("at feature levels {}", levels.join(", ")),
+        }
+    );
     crate::say!("fuzz: repeat this run with: {command}");
-    let outcome = run_campaign(
-        &instances.iter().map(|b| b.as_ref()).collect::<Vec<_>>(),
+    let jobs_devices: Vec<Vec<&dyn Backend>> = instances
+        .iter()
+        .map(|devices| devices.iter().map(|d| d.as_ref()).collect())
+        .collect();
+    let outcome = run_campaign_announcing(
+        &jobs_devices,
         &options,
         progress_printer(),
+        announce_new_bucket,
     );
     crate::say!(
-        "fuzz: backend start-up {:.3} s; {} cases in {:.2} s ({:.0} cases/s, {} job(s))",
+        "fuzz: backend start-up {:.3} s; {} cases ({} descriptors) in {:.2} s ({:.0} cases/s, \
+         {:.0} descriptors/s, {} job(s))",
         startup.as_secs_f64(),
         outcome.cases_run,
+        outcome.descriptors_run,
         outcome.elapsed.as_secs_f64(),
         outcome.rate(),
+        outcome.descriptor_rate(),
         outcome.jobs
     );
     print_buckets(&outcome);
     crate::say!("\nfuzz: {}", outcome.summary_line());
+    if let Some(out) = &options.out_dir {
+        let saved = (outcome.buckets.iter())
+            .filter(|b| b.saved.is_some())
+            .count();
+        crate::say!(
+            "fuzz: {} saved in {}",
+            crate::out::count(saved, "minimal case", "minimal cases"),
+            text::line(&out.display().to_string())
+        );
+    }
+    // A `--time` campaign is repeated by the cases it ran.
+    let command = campaign_command(&options, jobs, Some(&outcome)).render();
+    if options.time.is_some() {
+        crate::say!("fuzz: repeat these cases with: {command}");
+    }
     if let Some(path) = &args.json
         && let Err(e) = write_json(path, &options, &outcome, &command, startup)
     {
@@ -163,7 +238,7 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
 /// and the program are filled in once it runs); an expectations file that does not load is
 /// exit status 2.
 fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32> {
-    let backend_name = args.backend.clone();
+    let backend_name = args.backend.backend.clone();
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -185,6 +260,8 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
         Mix::Both
     };
     options.shard = args.shard.unwrap_or(Shard::WHOLE);
+    options.pinned_level = args.feature_level;
+    options.data_sets = usize::from(args.data_sets);
     options.max_findings = args.max_findings;
     options.shrink_time = args.shrink_time;
     options.out_dir = Some(
@@ -192,6 +269,15 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
             .clone()
             .unwrap_or_else(|| host.default_fuzz_out.clone()),
     );
+    options.program = host.program.to_string();
+    options.env = dmlcts_env();
+    // Every option that shaped how the backend ran, for the replay commands.
+    options.run_options = args.backend.replay_words();
+    if let Some(path) = &args.expectations {
+        options
+            .run_options
+            .extend(["--expectations".to_string(), path.display().to_string()]);
+    }
     if let Some(path) = &args.expectations {
         match Expectations::load(path) {
             Ok(e) => {
@@ -227,26 +313,38 @@ fn check_before_run(
     }
 }
 
-/// One backend instance per job (out-of-process backends start one process each), and the
-/// time starting them took; a backend that cannot be made is exit status 2.
+/// A job's devices: the backend at each level the campaign runs at.
+type JobDevices = Vec<Arc<dyn Backend>>;
+
+/// One backend instance per job (out-of-process backends start one process each), each as a
+/// device per level the campaign runs at, and the time starting them took; a backend that
+/// cannot be made, or not at `--feature-level`, is exit status 2.
 fn start_instances(
     args: &FuzzArgs,
-    host: &Host,
+    resolver: Resolver<'_>,
     jobs: usize,
-) -> Result<(Vec<Arc<dyn Backend>>, Duration), i32> {
-    let backend_name = args.backend.clone();
+) -> Result<(Vec<JobDevices>, Duration), i32> {
+    let backend_name = args.backend.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
-        adapter: args.adapter.clone(),
+        adapter: args.backend.adapter.clone(),
+        process_timeout: args.backend.process_timeout,
+        backend_config: args.backend.backend_config.clone(),
         ..Default::default()
     };
-    // One instance per job: out-of-process backends start one process each.
-    let mut instances: Vec<Arc<dyn Backend>> = Vec::with_capacity(jobs);
+    let mut instances = Vec::with_capacity(jobs);
     // Starting them (processes, a Python import, a GPU device) is timed apart from the cases.
     let starting = Instant::now();
     for _ in 0..jobs {
-        match resolve(host, &request) {
-            Ok(resolved) => instances.push(resolved.backend),
+        let resolved = match resolver(&request) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                crate::say_err!("error: --backend {backend_name}: {e}");
+                return Err(2);
+            }
+        };
+        match devices(resolved, args.feature_level) {
+            Ok(devices) => instances.push(devices),
             Err(e) => {
                 crate::say_err!("error: --backend {backend_name}: {e}");
                 return Err(2);
@@ -255,6 +353,36 @@ fn start_instances(
     }
     let startup = starting.elapsed();
     Ok((instances, startup))
+}
+
+/// A backend's devices for a campaign: one at each level it offers (a backend that can act at
+/// several: every level where its factory gives a device at that level), or the one asked for
+/// with `--feature-level`; a backend that exists at one level only is its own device.
+pub fn devices(
+    resolved: Resolved,
+    pinned: Option<FeatureLevel>,
+) -> Result<Vec<Arc<dyn Backend>>, String> {
+    let Some(at_level) = resolved.at_level else {
+        let own = resolved.backend.feature_level();
+        return match pinned {
+            Some(level) if level != own => Err(format!(
+                "it exists at feature level {own} only; --feature-level {level} cannot be run"
+            )),
+            _ => Ok(vec![resolved.backend]),
+        };
+    };
+    let wanted = pinned.map_or(FeatureLevel::ALL.to_vec(), |level| vec![level]);
+    let offered: Vec<Arc<dyn Backend>> = wanted
+        .into_iter()
+        .map(|level| (level, at_level(level)))
+        .filter(|(level, device)| device.feature_level() == *level)
+        .map(|(_, device)| device)
+        .collect();
+    match (offered.is_empty(), pinned) {
+        (false, _) => Ok(offered),
+        (true, Some(level)) => Err(format!("it does not offer feature level {level}")),
+        (true, None) => Ok(vec![resolved.backend]),
+    }
 }
 
 /// The campaign's budget, in words.
@@ -289,33 +417,57 @@ fn progress_printer() -> impl FnMut(&Progress) {
     }
 }
 
-/// Each bucket: its status, signature, hits and first case; a new one's report; where its
-/// case was saved and how to replay it.
+/// A new bucket as it is found: its heading, report, saved case and replay (the progress line
+/// on a terminal is cleared first).
+fn announce_new_bucket(bucket: &Bucket) {
+    if std::io::stderr().is_terminal() {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    crate::say!("\nfuzz: found a new bucket");
+    print_bucket(bucket);
+}
+
+/// Each bucket at the end: new ones again (with their hits counted), known, informational.
 fn print_buckets(outcome: &CampaignOutcome) {
-    for bucket in &outcome.buckets {
-        let status = match &bucket.status {
-            BucketStatus::New => "NEW".to_string(),
-            BucketStatus::Known { name, .. } => format!("known: {name}"),
-            BucketStatus::Informational { .. } => "informational".to_string(),
-        };
+    if !outcome.buckets.is_empty() {
         crate::say!(
-            "\n[{status}] {} x {} (first: case {})",
-            bucket.id,
-            bucket.count,
-            bucket.first_index
+            "\nfuzz: {}:",
+            crate::out::count(outcome.buckets.len(), "bucket", "buckets")
         );
-        if bucket.status == BucketStatus::New {
-            if !bucket.reproduced {
-                crate::say!("  did not fail again when re-run (flaky?), so it was not shrunk");
-            }
-            crate::say!("{}", bucket.report);
+    }
+    for bucket in &outcome.buckets {
+        print_bucket(bucket);
+    }
+}
+
+/// A bucket: its status, signature, check, operator and level, hits and first case; a new
+/// one's report; where its case was saved and how to replay it.
+fn print_bucket(bucket: &Bucket) {
+    let status = match &bucket.status {
+        BucketStatus::New => "NEW".to_string(),
+        BucketStatus::Known { name, .. } => format!("known: {}", text::line(name)),
+        BucketStatus::Informational { .. } => "informational".to_string(),
+    };
+    crate::say!(
+        "\n[{status}] {} x {}: {} check, {} at feature level {} (first: case {})",
+        text::line(&bucket.id),
+        bucket.count,
+        bucket.kind.name(),
+        bucket.case.op.kind(),
+        bucket.case.feature_level,
+        bucket.first_index,
+    );
+    if bucket.status == BucketStatus::New {
+        if !bucket.reproduced {
+            crate::say!("  did not fail again when re-run (flaky?), so it was not shrunk");
         }
-        if let Some(path) = &bucket.saved {
-            crate::say!("  saved: {}", path.display());
-        }
-        if let Some(replay) = &bucket.replay {
-            crate::say!("  replay: {replay}");
-        }
+        crate::say!("{}", bucket.report);
+    }
+    if let Some(path) = &bucket.saved {
+        crate::say!("  saved: {}", text::line(&path.display().to_string()));
+    }
+    if let Some(replay) = &bucket.replay {
+        crate::say!("  replay: {replay}");
     }
 }
 
@@ -330,7 +482,77 @@ fn write_json(
     let mut text = json_report(options, outcome, command);
     if let Ok(mut report) = serde_json::from_str::<serde_json::Value>(&text) {
         report["startup_s"] = serde_json::json!(startup.as_secs_f64());
+        report["suite"] = fuzz_suite();
         text = serde_json::to_string_pretty(&report).unwrap_or(text);
     }
     dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+}
+
+/// Which suite made a campaign's cases: its version and commit (the strategies are code).
+fn fuzz_suite() -> serde_json::Value {
+    serde_json::json!({
+        "name": "dmlcts",
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": crate::suite::COMMIT,
+    })
+}
+
+/// `fuzz merge`: the shards' reports into one; its summary and buckets printed, the JSON
+/// written where asked. Exit status 2 for reports that cannot be merged, 1 for a new finding.
+fn merge_main(args: &MergeArgs) -> i32 {
+    if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
+        crate::out::human_text_to_stderr();
+    }
+    if crate::preflight::check_report_files(&[("--json", args.json.as_deref())]).is_err() {
+        return 2;
+    }
+    let paths: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
+    let merged = match dmlcts_fuzz::merge::merge_reports(&paths) {
+        Ok(merged) => merged,
+        Err(e) => {
+            crate::say_err!("error: fuzz merge: {e}");
+            return 2;
+        }
+    };
+    let buckets = merged["buckets"].as_array().cloned().unwrap_or_default();
+    crate::say!(
+        "fuzz merge: {} of seed {}: {} cases ({} descriptors)",
+        crate::out::count(paths.len(), "shard report", "shard reports"),
+        merged["seed"],
+        merged["cases_run"],
+        merged["descriptors_run"]
+    );
+    for bucket in &buckets {
+        let field = |name: &str| text::line(bucket[name].as_str().unwrap_or("?")).into_owned();
+        crate::say!(
+            "[{}] {} x {}: {} check, {} at feature level {} (first: case {})",
+            field("status"),
+            field("signature"),
+            bucket["count"],
+            field("check"),
+            field("operator"),
+            field("feature_level"),
+            bucket["first_case_index"]
+        );
+        if bucket["replay"].is_string() {
+            crate::say!("  replay: {}", field("replay"));
+        }
+    }
+    crate::say!(
+        "fuzz merge: {}",
+        text::line(merged["summary"].as_str().unwrap_or(""))
+    );
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
+        let written = if crate::closing::is_stdout(path) {
+            crate::out::report_to_stdout(&text)
+        } else {
+            dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+        };
+        if let Err(e) = written {
+            crate::say_err!("error: --json {}: {e}", path.display());
+            return 2;
+        }
+    }
+    i32::from(merged["new_findings"].as_u64().unwrap_or(0) > 0)
 }

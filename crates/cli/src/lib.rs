@@ -27,6 +27,13 @@ pub use conformance::ConformanceArgs;
 pub use fuzz::FuzzArgs;
 pub use matrix::MatrixArgs;
 
+/// Where the installed `dmlcts fuzz` saves its cases when `--out` is not given.
+pub const DEFAULT_FUZZ_OUT: &str = "dmlcts-regressions";
+
+/// The backend protocol's specification (docs/backend-protocol.md), printed by `dmlcts
+/// protocol`, so that an installed command carries it.
+pub const PROTOCOL_DOC: &str = include_str!("../../../docs/backend-protocol.md");
+
 /// What differs between running from this repository's checkout (`cargo xtask`) and
 /// running the installed `dmlcts` binary anywhere.
 pub struct Host {
@@ -53,7 +60,8 @@ pub enum SuiteCommand {
     /// Run the case corpus (or your own case files) against a backend
     Conformance(ConformanceArgs),
     /// Random valid and near-miss cases; the first failure is shrunk and saved
-    Fuzz(FuzzArgs),
+    // Boxed: its options are most of the enum's size.
+    Fuzz(Box<FuzzArgs>),
     /// List the backends `--backend` can name
     Backends(backends::BackendsArgs),
     /// The corpus on every backend available here, one column each: reports/matrix.json and
@@ -61,6 +69,9 @@ pub enum SuiteCommand {
     Matrix(MatrixArgs),
     /// A case in the corpus format: its descriptor, its inputs and the outputs it expects
     Show(show::ShowArgs),
+    /// Print the backend protocol's specification (Markdown): what a `process:COMMAND`
+    /// server in any language speaks
+    Protocol,
     /// Serve the CPU backend over the backend protocol on stdin/stdout (what `--backend
     /// cpu-process` runs)
     #[command(hide = true)]
@@ -76,6 +87,10 @@ impl SuiteCommand {
             SuiteCommand::Backends(args) => backends::backends_main(&args, host),
             SuiteCommand::Matrix(args) => matrix::matrix_main(&args, host),
             SuiteCommand::Show(args) => show::show_main(&args),
+            SuiteCommand::Protocol => {
+                crate::say!("{}", PROTOCOL_DOC.trim_end());
+                0
+            }
             SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
         }
     }

@@ -3,14 +3,14 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser};
 use dmlcts_cli::backends::{find_directml_stack, found_directml_names, ready_directml_names};
-use dmlcts_cli::{Host, SuiteCommand};
+use dmlcts_cli::{DEFAULT_FUZZ_OUT, Host, SuiteCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// Conformance suite and reference oracle for DirectML's DML_SPLIT, DML_JOIN and DML_SLICE1.
 ///
-/// A backend in any language speaks the protocol in docs/backend-protocol.md; run it with
-/// `dmlcts conformance --backend 'process:COMMAND'`.
+/// A backend in any language speaks the backend protocol (`dmlcts protocol` prints it); run it
+/// with `dmlcts conformance --backend 'process:COMMAND'`.
 #[derive(Parser)]
 #[command(name = "dmlcts", version)]
 struct Cli {
@@ -29,7 +29,8 @@ fn main() -> ExitCode {
     let host = Host {
         program: "dmlcts",
         default_backends_file: PathBuf::from("backends.yaml"),
-        default_fuzz_out: PathBuf::from("cases").join("regressions"),
+        // A folder of its own in the user's current folder, never the corpus's `cases/`.
+        default_fuzz_out: PathBuf::from(DEFAULT_FUZZ_OUT),
         directml: find_directml_stack,
         directml_names: found_directml_names,
         directml_ready: ready_directml_names,

@@ -112,10 +112,9 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted
     Ok(wanted)
 }
 
-/// Before any backend starts: the columns (the default ones come from the backends file, and
-/// named ones may: a file that does not load is an error either way), and that `--out` can be
-/// written in; exit status 2 if not.
-fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
+/// The columns, before anything else (the default ones come from the backends file, and named
+/// ones may: a file that does not load is an error either way); exit status 2 if not.
+fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
     let config = args.backend_config.as_deref();
     let wanted = if args.backends.is_empty() {
         default_backends(host, config)
@@ -130,18 +129,37 @@ fn check_before_run(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> 
                 .collect()
         })
     };
-    let wanted = wanted.map_err(|e| {
+    wanted.map_err(|e| {
         crate::say_err!("error: {e}");
         2
-    })?;
-    crate::preflight::check_report_folder("--out", &args.out)?;
-    Ok(wanted)
+    })
+}
+
+/// Why `--filter` selects nothing from `corpus` (exit status 2), when it does not.
+fn selection_error(args: &MatrixArgs, corpus: &Corpus) -> Option<String> {
+    let selected = (corpus.cases.iter())
+        .filter(|c| selects(&args.filters, false, c))
+        .count();
+    if selected > 0 || (args.filters.is_empty() && !corpus.errors.is_empty()) {
+        return None;
+    }
+    let from = if args.cases.is_empty() {
+        "the embedded corpus"
+    } else {
+        "--cases"
+    };
+    Some(nothing_selected(
+        &args.filters,
+        false,
+        corpus.cases.len(),
+        from,
+    ))
 }
 
 /// Runs the matrix command; returns the process exit status.
 pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
     crate::out::set_color(args.color);
-    let wanted = match check_before_run(args, host) {
+    let wanted = match wanted_backends(args, host) {
         Ok(wanted) => wanted,
         Err(status) => return status,
     };
@@ -151,6 +169,14 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         Corpus::load_paths(&args.cases)
     };
     crate::preflight::print_skipped(&corpus);
+    // A command line that selects nothing leaves nothing behind (no --out folder).
+    if let Some(error) = selection_error(args, &corpus) {
+        crate::say_err!("error: {error}");
+        return 2;
+    }
+    if let Err(status) = crate::preflight::check_report_folder("--out", &args.out) {
+        return status;
+    }
     let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
@@ -216,22 +242,13 @@ pub fn matrix_with(
     expectations_dir: Option<&Path>,
 ) -> (Matrix, i32) {
     let suite = crate::suite::suite(&corpus.digest);
-    let loaded = corpus.cases.len();
+    if let Some(error) = selection_error(args, &corpus) {
+        crate::say_err!("error: {error}");
+        return (Matrix::default(), 2);
+    }
     let cases: Vec<Case> = (corpus.cases.into_iter())
         .filter(|c| selects(&args.filters, false, c))
         .collect();
-    if cases.is_empty() && (!args.filters.is_empty() || corpus.errors.is_empty()) {
-        let from = if args.cases.is_empty() {
-            "the embedded corpus".to_string()
-        } else {
-            "--cases".to_string()
-        };
-        crate::say_err!(
-            "error: {}",
-            nothing_selected(&args.filters, false, loaded, &from)
-        );
-        return (Matrix::default(), 2);
-    }
     let load_errors: Vec<CaseResult> = load_error_results(&corpus.errors);
     crate::say!(
         "dmlcts matrix: {} on {}: {}",

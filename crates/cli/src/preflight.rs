@@ -34,6 +34,10 @@ pub fn check_report_folder(flag: &str, folder: &Path) -> Result<(), i32> {
 /// A note for each entry a case folder's walk left out, with why (a link, a FIFO, ...).
 pub fn print_skipped(corpus: &Corpus) {
     for skipped in &corpus.skipped {
-        crate::say!("note: left out {skipped}");
+        // A file name is the user's folder's text: escaped, like every case file's text.
+        crate::say!(
+            "note: left out {}",
+            dmlcts_harness::text::line(&skipped.to_string())
+        );
     }
 }

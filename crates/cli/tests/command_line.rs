@@ -287,3 +287,28 @@ fn a_slow_starting_servers_start_up_is_counted_apart_from_the_cases_time() {
         "{stdout}"
     );
 }
+
+// On main, `--help` pointed at docs/backend-protocol.md, a path only a checkout has, and no
+// command printed the protocol.
+#[test]
+fn the_protocol_is_printed_by_the_command_and_help_names_no_repository_path() {
+    let out = dmlcts(&["protocol"]);
+    assert_eq!(out.status.code(), Some(0));
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/backend-protocol.md"
+    ))
+    .unwrap();
+    assert_eq!(text(&out.stdout), format!("{}\n", doc.trim_end()));
+    for words in [
+        vec!["--help"],
+        vec!["conformance", "--help"],
+        vec!["fuzz", "--help"],
+        vec!["backends"],
+    ] {
+        let out = dmlcts(&words);
+        let help = text(&out.stdout);
+        assert!(!help.contains("docs/"), "{words:?}: {help}");
+        assert!(help.contains("dmlcts protocol"), "{words:?}: {help}");
+    }
+}

@@ -281,12 +281,15 @@ fn a_second_campaign_on_the_same_folder_is_refused_while_the_first_runs() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Its second line comes once the folder is locked and the backend started.
+    // Its "repeat this run" line comes once the folder is locked and the backend started.
     let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
-    let repeat = lines.nth(1).unwrap().unwrap();
+    let repeat = lines.find_map(|line| {
+        line.ok()
+            .filter(|l| l.starts_with("fuzz: repeat this run with:"))
+    });
     assert!(
-        repeat.starts_with("fuzz: repeat this run with:"),
-        "{repeat}"
+        repeat.is_some(),
+        "the first campaign never said how to repeat it"
     );
     let second = dmlcts_in(&dir, &["fuzz", "--cases", "10", "--out", path_text(&saved)]);
     first.kill().unwrap();
@@ -333,6 +336,35 @@ fn a_case_folder_walk_notes_what_it_left_out() {
             cases.join("secret.yaml").display()
         )),
         "{stdout}"
+    );
+}
+
+// On main: the note printed the link's name raw, so a name holding an escape sequence (here
+// one that clears the screen) reached the terminal.
+#[test]
+fn a_left_out_entry_s_name_is_escaped_in_its_note() {
+    let dir = fresh_dir("walk-escape");
+    let cases = dir.join("cases");
+    std::fs::create_dir_all(&cases).unwrap();
+    std::fs::write(
+        cases.join("good.yaml"),
+        "cases:\n  - name: good\n    split: {axis: 0, input: {data_type: UINT8, sizes: [1]}, \
+         outputs: [{data_type: UINT8, sizes: [1]}]}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(cases.join("good.yaml"), cases.join("x\u{1b}[2J.yaml")).unwrap();
+    let out = dmlcts_in(&dir, &["conformance", "--cases", path_text(&cases)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    let note = stdout.lines().next().unwrap();
+    assert_eq!(
+        note,
+        format!(
+            "note: left out {}/x\\u{{1b}}[2J.yaml: a symbolic link (to a file): folders are \
+             walked without following links; name it with --cases to load it",
+            cases.display()
+        )
     );
 }
 
@@ -407,4 +439,35 @@ fn a_backends_file_nested_100000_deep_fails_at_once_with_its_line() {
             config.display()
         )
     );
+}
+
+// On main, `dmlcts backends` printed a backends file's names and descriptions as they were:
+// an escape sequence reached the terminal and a line break made a line of its own.
+#[test]
+fn a_backends_files_names_and_descriptions_are_printed_escaped() {
+    let dir = fresh_dir("described");
+    std::fs::write(
+        dir.join("backends.yaml"),
+        "backends:\n  \"evil\\e[2J\":\n    command: ./server\n    description: \"clears\\e]0;title\\a the screen\\nFAKE line\"\n",
+    )
+    .unwrap();
+    let out = dmlcts_in(&dir, &["backends"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+    assert!(!stdout.contains('\u{7}'), "{stdout:?}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("evil"))
+        .expect("the file's backend is listed");
+    assert!(
+        line.starts_with("evil\\u{1b}[2J "),
+        "the name is escaped: {line:?}"
+    );
+    assert!(
+        line.contains("clears\\u{1b}]0;title\\u{7} the screen\\nFAKE line (from backends.yaml)"),
+        "{line:?}"
+    );
+    assert!(!stdout.lines().any(|l| l.starts_with("FAKE")), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

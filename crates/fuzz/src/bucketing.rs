@@ -1,8 +1,12 @@
 //! How a campaign's failures are bucketed, shared by its jobs: a failure an expectations
-//! entry's predicate describes is known; another is counted in the bucket whose minimal case's
-//! shape it fits, or shrunk (within the shrink time) and bucketed by the signature of its
-//! minimal case; an acceptance the backend does not enforce by design is informational,
-//! bucketed as generated. A new bucket's case is saved as soon as it is found.
+//! entry's predicate describes is known; an acceptance of a must-reject case is counted in the
+//! bucket of its operator, rule (and table row), which shrinking cannot change; another is
+//! counted in the bucket whose minimal case's shape it fits, or shrunk (within the shrink
+//! time) and bucketed by the signature of its minimal case. Shrinking stops as soon as the
+//! case fits a bucket already found (a cheap check at each step: going on would only find
+//! that bucket again), and its time is charged to the bucket it ends in. An acceptance the
+//! backend does not enforce by design is informational, bucketed as generated. A new
+//! bucket's case is saved as soon as it is found.
 
 use crate::cases::case_seed;
 use crate::check::{CheckFailure, Checked, checked};
@@ -11,13 +15,19 @@ use crate::outcome::{Bucket, BucketStatus};
 use crate::save::{save_bucket, slug};
 use crate::shrink;
 use crate::signature::{CheckKind, element_class, expected_rule, features, signature};
+use crate::strategies::random_inputs;
 use dmlcts_harness::Case;
 use dmlcts_harness::expectations::{KnownDifference, NotEnforced, predicate};
 use dmlcts_tensor::{Backend, OperatorKind};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Structural simplifications a re-shrink tries before walking the value tree, each a check:
+/// most failures that do not fit a bucket as generated fit one once packed or retyped.
+const CHEAP_CHECKS: usize = 8;
 
 /// How a failure is told apart from others before shrinking.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +43,31 @@ struct Verdict {
     kind: CheckKind,
     rule: Option<String>,
     class: Class,
+}
+
+/// What shrinking took: failures shrunk, runs of a case, time. A bucket's shrinking, first
+/// and later, adds up in it (one budget per bucket).
+#[derive(Clone, Copy, Debug, Default)]
+struct Effort {
+    shrinks: u64,
+    checks: u64,
+    time: Duration,
+}
+
+impl Effort {
+    fn of(bucket: &Bucket) -> Effort {
+        Effort {
+            shrinks: bucket.shrinks,
+            checks: bucket.shrink_checks,
+            time: bucket.shrink_time,
+        }
+    }
+
+    fn add_to(self, bucket: &mut Bucket) {
+        bucket.shrinks += self.shrinks;
+        bucket.shrink_checks += self.checks;
+        bucket.shrink_time += self.time;
+    }
 }
 
 /// The buckets so far and the shapes that fit them, behind the campaign's lock.
@@ -87,6 +122,8 @@ pub(crate) struct Bucketing<'a> {
     /// Their rules, for the runner.
     pub(crate) not_enforced_rules: Vec<String>,
     pub(crate) state: Mutex<State>,
+    /// New buckets so far (read without the lock).
+    pub(crate) new_buckets: AtomicUsize,
 }
 
 impl<'a> Bucketing<'a> {
@@ -114,6 +151,7 @@ impl<'a> Bucketing<'a> {
                 shapes: Vec::new(),
                 unclassified: 0,
             }),
+            new_buckets: AtomicUsize::new(0),
         }
     }
 
@@ -143,31 +181,81 @@ impl<'a> Bucketing<'a> {
         }
     }
 
-    /// Shrinks a failure within the shrink time, keeping its verdict.
+    /// The bucket a failing case fits, if any (the one whose shape needs the most).
+    fn fitting(&self, verdict: &Verdict, case: &Case) -> Option<String> {
+        (self.lock().shapes.iter())
+            .filter(|shape| shape.fits(verdict, case))
+            .max_by_key(|shape| shape.needs.len())
+            .map(|shape| shape.id.clone())
+    }
+
+    /// Shrinks a failure within the shrink time, keeping its verdict; `stop_at_fit`: stop as
+    /// soon as the case fits a bucket already found. Whether it failed again, and the effort.
     fn shrink(
         &self,
         backend: &dyn Backend,
         tree: &mut dyn ValueTree<Value = Case>,
         failure: CheckFailure,
         verdict: &Verdict,
-    ) -> (CheckFailure, bool) {
+        stop_at_fit: bool,
+    ) -> (CheckFailure, bool, Effort) {
         let start = Instant::now();
         let budget = self.options.shrink_time;
-        let still_fails = |case: &Case| match checked(backend, case, &self.not_enforced_rules) {
-            Err(f) if self.verdict(&f) == *verdict => Some(f),
-            _ => None,
+        // A failure on another data set is shrunk with that data set's seed.
+        let data_seed = failure.data_seed;
+        let checks = std::cell::Cell::new(0u64);
+        let effort = |checks: &std::cell::Cell<u64>| Effort {
+            shrinks: 1,
+            checks: checks.get(),
+            time: start.elapsed(),
         };
+        let still_fails = |case: &Case| {
+            checks.set(checks.get() + 1);
+            let mut case = case.clone();
+            if let Some(seed) = data_seed {
+                case.inputs = random_inputs(&case.op, seed);
+            }
+            match checked(backend, &case, &[], &self.not_enforced_rules).0 {
+                Err(mut f) if self.verdict(&f) == *verdict => {
+                    f.data_seed = data_seed;
+                    Some(f)
+                }
+                _ => None,
+            }
+        };
+        let enough =
+            |case: &Case, _: &CheckFailure| stop_at_fit && self.fitting(verdict, case).is_some();
         // A failure that does not come back (a hang of a shared machine, a flaky backend)
         // cannot be shrunk: it is kept as found, and says so. No shrink time: no re-run.
         if budget.is_zero() {
-            return (failure, true);
+            return (failure, true, Effort::default());
         }
-        if still_fails(&tree.current()).is_none() {
-            return (failure, false);
-        }
-        let (minimal, failure) = shrink::shrink(tree, failure, start + budget * 3 / 5, still_fails);
-        let (_, failure) = shrink::normalize(minimal, failure, start + budget, still_fails);
-        (failure, true)
+        let Some(again) = still_fails(&tree.current()) else {
+            return (failure, false, effort(&checks));
+        };
+        let deadline = start + budget;
+        let (case, again) = match stop_at_fit {
+            true => shrink::normalize(
+                again.case.as_ref().clone(),
+                again,
+                deadline,
+                CHEAP_CHECKS,
+                still_fails,
+                enough,
+            ),
+            false => (again.case.as_ref().clone(), again),
+        };
+        let (minimal, failure) = shrink::shrink(
+            tree,
+            case,
+            again,
+            start + budget * 3 / 5,
+            still_fails,
+            enough,
+        );
+        let (_, failure) =
+            shrink::normalize(minimal, failure, deadline, usize::MAX, still_fails, enough);
+        (failure, true, effort(&checks))
     }
 
     pub(crate) fn handle(
@@ -190,10 +278,16 @@ impl<'a> Bucketing<'a> {
             }
             Class::Unknown => {
                 let mut state = self.lock();
-                let fitting = (state.shapes.iter())
-                    .filter(|shape| shape.fits(&verdict, &failure.case))
-                    .max_by_key(|shape| shape.needs.len())
-                    .map(|shape| shape.id.clone());
+                // An acceptance's bucket is its operator, rule and row: known before shrinking.
+                let fitting = if verdict.kind == CheckKind::Acceptance {
+                    let id = signature(CheckKind::Acceptance, &failure.case);
+                    state.buckets.contains_key(&id).then_some(id)
+                } else {
+                    (state.shapes.iter())
+                        .filter(|shape| shape.fits(&verdict, &failure.case))
+                        .max_by_key(|shape| shape.needs.len())
+                        .map(|shape| shape.id.clone())
+                };
                 if let Some(id) = fitting {
                     count_hit(&mut state, &id, index);
                     return;
@@ -207,8 +301,23 @@ impl<'a> Bucketing<'a> {
                     state.unclassified += 1;
                     return;
                 }
+                // Shrinking may reach a bucket only where one of the same check, operator and
+                // rule exists.
+                let op = failure.case.op.kind();
+                let could_fit = (state.shapes.iter())
+                    .any(|s| s.kind == verdict.kind && s.op == op && s.rule == verdict.rule);
                 drop(state);
-                let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
+                let (minimal, reproduced, spent) =
+                    self.shrink(backend, tree, failure, &verdict, could_fit);
+                // Stopped where it fits a bucket: counted there, its time charged to it.
+                if let Some(id) = self.fitting(&verdict, &minimal.case) {
+                    let mut state = self.lock();
+                    count_hit(&mut state, &id, index);
+                    if let Some(bucket) = state.buckets.get_mut(&id) {
+                        spent.add_to(bucket);
+                    }
+                    return;
+                }
                 let id = signature(minimal.kind, &minimal.case);
                 let status = match self
                     .known
@@ -222,7 +331,7 @@ impl<'a> Bucketing<'a> {
                     None => BucketStatus::New,
                 };
                 let shape = Shape::of(&id, &verdict, &minimal.case);
-                self.record(index, &id, status, minimal, reproduced, Some(shape));
+                self.record(index, &id, status, minimal, reproduced, Some(shape), spent);
                 return;
             }
         };
@@ -234,8 +343,8 @@ impl<'a> Bucketing<'a> {
                 return;
             }
         }
-        let (minimal, reproduced) = self.shrink(backend, tree, failure, &verdict);
-        self.record(index, &id, status, minimal, reproduced, None);
+        let (minimal, reproduced, spent) = self.shrink(backend, tree, failure, &verdict, false);
+        self.record(index, &id, status, minimal, reproduced, None, spent);
     }
 
     /// An acceptance the backend's profile (or the expectations file) says is by design:
@@ -263,6 +372,7 @@ impl<'a> Bucketing<'a> {
             kind: CheckKind::Acceptance,
             report,
             case: Box::new(case),
+            data_seed: None,
         };
         self.record(
             index,
@@ -271,11 +381,13 @@ impl<'a> Bucketing<'a> {
             failure,
             true,
             None,
+            Effort::default(),
         );
     }
 
     /// Adds a hit with its minimal case; the bucket keeps the case of its lowest index. The
     /// shape goes in under the same lock, so no hit can fit a shape whose bucket is missing.
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         index: u64,
@@ -284,6 +396,7 @@ impl<'a> Bucketing<'a> {
         failure: CheckFailure,
         reproduced: bool,
         shape: Option<Shape>,
+        effort: Effort,
     ) {
         let bucket = Bucket {
             id: id.to_string(),
@@ -292,11 +405,20 @@ impl<'a> Bucketing<'a> {
             count: 1,
             first_index: index,
             first_seed: case_seed(self.options.seed, index),
+            report: labelled(
+                &without_replay_lines(&failure.report),
+                id,
+                &failure,
+                index,
+                self.options.seed,
+            ),
             case: *failure.case,
-            report: without_replay_lines(&failure.report),
             reproduced,
             saved: None,
             replay: None,
+            shrink_time: effort.time,
+            shrinks: effort.shrinks,
+            shrink_checks: effort.checks,
         };
         let mut state = self.lock();
         state.shapes.extend(shape);
@@ -304,12 +426,19 @@ impl<'a> Bucketing<'a> {
             Some(existing) => {
                 existing.count += 1;
                 if index < existing.first_index {
-                    let count = existing.count;
+                    // The new case replaces the old one; what shrinking took so far stays.
+                    let (count, before) = (existing.count, Effort::of(existing));
                     *existing = Bucket { count, ..bucket };
+                    before.add_to(existing);
+                } else {
+                    effort.add_to(existing);
                 }
             }
             None => {
                 let mut bucket = bucket;
+                if bucket.status == BucketStatus::New {
+                    self.new_buckets.fetch_add(1, Ordering::Relaxed);
+                }
                 save_bucket(self.options, &mut bucket);
                 state.buckets.insert(id.to_string(), bucket);
             }
@@ -322,6 +451,31 @@ fn count_hit(state: &mut State, id: &str, index: u64) {
         bucket.count += 1;
         bucket.first_index = bucket.first_index.min(index);
     }
+}
+
+/// The report's first line (the runner's `FAIL NAME (FILE:LINE)`, which for a generated case
+/// says nothing) as what the case is: its bucket, check, operator, level, and where the
+/// campaign made it.
+fn labelled(report: &str, id: &str, failure: &CheckFailure, index: u64, seed: u64) -> String {
+    let rest = match report.split_once('\n') {
+        Some((first, rest))
+            if first.starts_with("FAIL ") || first.starts_with("INFORMATIONAL ") =>
+        {
+            rest
+        }
+        _ => report,
+    };
+    let head = if report.starts_with("INFORMATIONAL ") {
+        "INFORMATIONAL"
+    } else {
+        "FAIL"
+    };
+    format!(
+        "{head} {id}: {} check, {} at feature level {} (case {index} of seed {seed})\n{rest}",
+        failure.kind.name(),
+        failure.case.op.kind(),
+        failure.case.feature_level,
+    )
 }
 
 fn without_replay_lines(report: &str) -> String {

@@ -11,14 +11,23 @@
 //! runs the indices `i` with `i % N == I`, so shards are disjoint and together are the
 //! unsharded campaign.
 //!
+//! Levels: each job has a device per level the campaign runs at (a backend that offers
+//! several levels; one device, at its own level, otherwise). Case `i`'s level comes from the
+//! seed and `i` (`cases::recipe`); it is generated within or just outside that level's
+//! tables, judged on the device at that level (held strictly to it), and saved at it.
+//!
 //! This module runs the jobs and keeps the budgets and the progress; `cases` makes case `i`,
 //! `bucketing` classifies the failures, `save` writes each bucket's case; what a campaign
 //! produces is in `outcome`, which the report reads.
 
 use crate::bucketing::Bucketing;
-use crate::check::{Checked, case_strategy, checked};
+use crate::cases::{Plan, Recipe, case_strategy_at, data_seeds};
+use crate::check::{Checked, checked};
 use crate::save::save_bucket;
-use dmlcts_tensor::Backend;
+use dmlcts_harness::Case;
+use dmlcts_tensor::{Backend, FeatureLevel};
+use proptest::strategy::BoxedStrategy;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,20 +38,68 @@ pub use crate::options::{CampaignOptions, DEFAULT_MAX_FINDINGS, DEFAULT_SHRINK_T
 pub use crate::outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};
 pub use crate::save::slug;
 
-/// A running campaign: the next case index, the cases run so far, its clock and its buckets.
+/// A running campaign: the next case index, the cases and descriptors run so far (and at
+/// which levels), its clock and its buckets.
 struct Campaign<'a> {
     options: &'a CampaignOptions,
+    levels: Vec<FeatureLevel>,
     bucketing: Bucketing<'a>,
     next: AtomicU64,
     cases_run: AtomicU64,
+    descriptors_run: AtomicU64,
+    /// Descriptors run at each of `levels`.
+    per_level: Vec<AtomicU64>,
     started: Instant,
 }
 
 impl Campaign<'_> {
+    /// One job: the next index until the budget is spent, each case on the device at its
+    /// level; a failure is bucketed, an informational acceptance recorded.
+    fn run_job(&self, devices: &[&dyn Backend]) {
+        let options = self.options;
+        let plan = Plan::new(options, &self.levels);
+        let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
+        while let Some(index) = self.next_index() {
+            let recipe = plan.recipe(index);
+            let strategy = strategies
+                .entry(recipe)
+                .or_insert_with(|| case_strategy_at(options.op, options.mix, recipe));
+            let mut tree = crate::cases::case_tree(strategy, options.seed, index);
+            let case = tree.current();
+            let Some(&device) = devices
+                .iter()
+                .find(|d| d.feature_level() == case.feature_level)
+                .or(devices.first())
+            else {
+                return;
+            };
+            let seeds = data_seeds(&case, options.data_sets.max(1));
+            let (result, checked_cases) =
+                checked(device, &case, &seeds, &self.bucketing.not_enforced_rules);
+            self.cases_run.fetch_add(checked_cases, Ordering::Relaxed);
+            self.descriptors_run.fetch_add(1, Ordering::Relaxed);
+            if let Some(at) = self.levels.iter().position(|&l| l == case.feature_level) {
+                self.per_level[at].fetch_add(1, Ordering::Relaxed);
+            }
+            match result {
+                Err(failure) => self.bucketing.handle(device, tree.as_mut(), index, failure),
+                Ok(info @ Checked::Informational { .. }) => {
+                    self.bucketing.informational(device, index, case, info)
+                }
+                Ok(Checked::Passed) => {}
+            }
+        }
+    }
+
     fn next_index(&self) -> Option<u64> {
         let k = self.next.fetch_add(1, Ordering::Relaxed);
         let index = self.options.shard.index + k * self.options.shard.count;
         if self.options.cases.is_some_and(|c| index >= c) {
+            return None;
+        }
+        if (self.options.stop_after_findings)
+            .is_some_and(|n| self.bucketing.new_buckets.load(Ordering::Relaxed) >= n)
+        {
             return None;
         }
         if self
@@ -95,55 +152,97 @@ impl Campaign<'_> {
     }
 }
 
-/// Runs a campaign with one job per backend instance (at least one). `progress` is called
-/// from the calling thread about every 100 ms, and once at the end with `finished` set.
+/// Counts a job out of `running` when dropped: at its end, or while a panic unwinds it.
+struct JobDone<'a>(&'a AtomicUsize);
+
+impl Drop for JobDone<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// Runs a campaign with one job per backend instance (at least one), each at its own level.
+/// `progress` is called from the calling thread about every 100 ms, and once at the end with
+/// `finished` set.
 pub fn run_campaign(
     backends: &[&dyn Backend],
     options: &CampaignOptions,
+    progress: impl FnMut(&Progress),
+) -> CampaignOutcome {
+    let jobs: Vec<Vec<&dyn Backend>> = backends.iter().map(|&b| vec![b]).collect();
+    run_campaign_at_levels(&jobs, options, progress)
+}
+
+/// Runs a campaign with one job per entry of `jobs`: a job's devices, one per level the
+/// campaign runs at (each reports its level; the first job's levels are the campaign's).
+/// Each case is judged on its job's device at the case's level.
+pub fn run_campaign_at_levels(
+    jobs: &[Vec<&dyn Backend>],
+    options: &CampaignOptions,
+    progress: impl FnMut(&Progress),
+) -> CampaignOutcome {
+    run_campaign_announcing(jobs, options, progress, |_| {})
+}
+
+/// `run_campaign_at_levels`, calling `found` (from the calling thread, with the progress) for
+/// each new bucket once, soon after it is found and its case saved, in the order found: so a
+/// long campaign shows its findings as they come, not only at its end.
+pub fn run_campaign_announcing(
+    jobs: &[Vec<&dyn Backend>],
+    options: &CampaignOptions,
     mut progress: impl FnMut(&Progress),
+    mut found: impl FnMut(&Bucket),
 ) -> CampaignOutcome {
     // Expectations are keyed by the backend's own name, as in the conformance command
     // (`directml@1.15.4` is `directml`, with its version in the device text).
-    let name = backends.first().map(|b| b.name()).unwrap_or_default();
+    let first = jobs.first().and_then(|devices| devices.first());
+    let name = first.map(|b| b.name()).unwrap_or_default();
+    let mut levels: Vec<FeatureLevel> = (jobs.first().into_iter().flatten())
+        .map(|b| b.feature_level())
+        .collect();
+    levels.sort();
+    levels.dedup();
     let campaign = Campaign {
         options,
         bucketing: Bucketing::new(options, &name),
         next: AtomicU64::new(0),
         cases_run: AtomicU64::new(0),
+        descriptors_run: AtomicU64::new(0),
+        per_level: levels.iter().map(|_| AtomicU64::new(0)).collect(),
+        levels,
         started: Instant::now(),
     };
-    let running = AtomicUsize::new(backends.len());
+    let running = AtomicUsize::new(jobs.len());
+    let mut announced: HashSet<String> = HashSet::new();
+    let mut announce = |campaign: &Campaign<'_>| {
+        let mut fresh: Vec<Bucket> = (campaign.bucketing.lock().buckets.values())
+            .filter(|b| b.status == BucketStatus::New && !announced.contains(&b.id))
+            .cloned()
+            .collect();
+        fresh.sort_by_key(|b| b.first_index);
+        for bucket in &fresh {
+            announced.insert(bucket.id.clone());
+            found(bucket);
+        }
+    };
     std::thread::scope(|scope| {
-        for &backend in backends {
+        for devices in jobs {
             let campaign = &campaign;
             let running = &running;
             scope.spawn(move || {
-                let strategy = case_strategy(options.op, options.mix);
-                while let Some(index) = campaign.next_index() {
-                    let mut tree = case_tree(&strategy, options.seed, index);
-                    let case = tree.current();
-                    let result = checked(backend, &case, &campaign.bucketing.not_enforced_rules);
-                    campaign.cases_run.fetch_add(1, Ordering::Relaxed);
-                    match result {
-                        Err(failure) => {
-                            campaign
-                                .bucketing
-                                .handle(backend, tree.as_mut(), index, failure)
-                        }
-                        Ok(info @ Checked::Informational { .. }) => {
-                            campaign.bucketing.informational(backend, index, case, info)
-                        }
-                        Ok(Checked::Passed) => {}
-                    }
-                }
-                running.fetch_sub(1, Ordering::Release);
+                // Counted down even if the job panics, so the loop below ends and the scope
+                // passes the panic on instead of waiting for it forever.
+                let _done = JobDone(running);
+                campaign.run_job(devices);
             });
         }
         while running.load(Ordering::Acquire) > 0 {
             std::thread::sleep(Duration::from_millis(100));
+            announce(&campaign);
             progress(&campaign.progress(false));
         }
     });
+    announce(&campaign);
     progress(&campaign.progress(true));
     let elapsed = campaign.started.elapsed();
     let state = campaign
@@ -161,10 +260,15 @@ pub fn run_campaign(
     for bucket in &mut buckets {
         save_bucket(options, bucket);
     }
+    let per_level: Vec<(FeatureLevel, u64)> = (campaign.levels.iter().copied())
+        .zip(campaign.per_level.iter().map(|n| n.load(Ordering::Relaxed)))
+        .collect();
     CampaignOutcome {
         cases_run: campaign.cases_run.load(Ordering::Relaxed),
+        descriptors_run: campaign.descriptors_run.load(Ordering::Relaxed),
+        levels: per_level,
         elapsed,
-        jobs: backends.len(),
+        jobs: jobs.len(),
         buckets,
         unclassified: state.unclassified,
     }

@@ -1,19 +1,20 @@
-//! What the fuzzer checks on one case: the harness's runner (the same path as the corpus),
-//! plus invariants checked on the backend alone for valid cases (join of split is the
-//! identity; Slice1 reversing every dimension twice is the identity).
+//! What the fuzzer checks on one case: the harness's runner (the same path as the corpus), on
+//! the case's own inputs and on further data sets for one compile, plus invariants checked on
+//! the backend alone for valid cases (join of split is the identity; Slice1 reversing every
+//! dimension twice is the identity), where the derived descriptor is valid at the case's level.
 
 use crate::signature::CheckKind;
-use crate::strategies::{near_miss_case, valid_case};
-use dmlcts_harness::corpus::data::logical_elements;
-use dmlcts_harness::{Case, Expectation, RunOptions, Status, run_case};
-use dmlcts_oracle::execute as oracle_execute;
-use dmlcts_tensor::{
-    Backend, JoinDesc, OperatorDesc, OperatorKind, OutputBinding, Slice1Desc, TensorDesc,
-};
-use proptest::prelude::*;
+use crate::strategies::{case_at, random_inputs};
+use dmlcts_harness::corpus::data::{TensorData, logical_elements, too_large};
+use dmlcts_harness::{Case, Expectation, RunOptions, Status, run_case, run_case_with_data_sets};
+use dmlcts_oracle::{execute as oracle_execute, validate};
+use dmlcts_tensor::{Backend, JoinDesc, OperatorDesc, OutputBinding, Slice1Desc, TensorDesc};
+
+// Moved to `cases`; here too, at its former path.
+pub use crate::cases::case_strategy;
 
 /// Which cases a campaign generates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mix {
     /// 70% valid cases, 30% near misses.
     Both,
@@ -21,21 +22,15 @@ pub enum Mix {
     InvalidOnly,
 }
 
-/// The case strategy for the options.
-pub fn case_strategy(op: Option<OperatorKind>, mix: Mix) -> BoxedStrategy<Case> {
-    match mix {
-        Mix::ValidOnly => valid_case(op).boxed(),
-        Mix::InvalidOnly => near_miss_case(op).boxed(),
-        Mix::Both => prop_oneof![7 => valid_case(op), 3 => near_miss_case(op)].boxed(),
-    }
-}
-
 /// A check's failure: the report, and the case that shows it when replayed (the case
-/// itself, or the derived one an invariant ran).
+/// itself, with the data set that failed, or the derived one an invariant ran).
 pub struct CheckFailure {
     pub kind: CheckKind,
     pub report: String,
     pub case: Box<Case>,
+    /// The seed of the data set that failed, when not the case's own inputs: its descriptor,
+    /// shrunk, is run with inputs from this seed.
+    pub data_seed: Option<u64>,
 }
 
 /// A check that did not fail.
@@ -48,6 +43,17 @@ pub enum Checked {
     Informational { rule: String, report: String },
 }
 
+/// How the runner runs a case on this device: held strictly to the level when the case is at
+/// the device's own level (as `Devices` does for the corpus), with the expectations file's
+/// `not_enforced` rules.
+fn run_options(backend: &dyn Backend, case: &Case, not_enforced: &[String]) -> RunOptions {
+    RunOptions {
+        strict_level: case.feature_level == backend.feature_level(),
+        not_enforced: not_enforced.to_vec(),
+        ..RunOptions::default()
+    }
+}
+
 /// Everything the fuzzer checks on one case. `not_enforced`: rules the expectations file
 /// says this backend does not enforce, besides its own validation profile.
 pub fn check_case(
@@ -55,33 +61,73 @@ pub fn check_case(
     case: &Case,
     not_enforced: &[String],
 ) -> Result<Checked, CheckFailure> {
-    let options = RunOptions {
-        not_enforced: not_enforced.to_vec(),
-        ..RunOptions::default()
-    };
-    let result = run_case(backend, case, &options);
-    if result.status == Status::Failed {
-        return Err(CheckFailure {
-            kind: CheckKind::of(&result),
-            report: result.failure_report(),
-            case: Box::new(case.clone()),
-        });
+    check_case_data_sets(backend, case, &[], not_enforced).0
+}
+
+/// `check_case` on the case's own inputs and then on a data set per seed in `data_seeds`,
+/// all on one compile of its descriptor; and how many data sets were checked (each counts
+/// as a case). The invariants run on its own inputs.
+pub fn check_case_data_sets(
+    backend: &dyn Backend,
+    case: &Case,
+    data_seeds: &[u64],
+    not_enforced: &[String],
+) -> (Result<Checked, CheckFailure>, u64) {
+    let options = run_options(backend, case, not_enforced);
+    let data_sets: Vec<Vec<TensorData>> = data_seeds
+        .iter()
+        .map(|&seed| random_inputs(&case.op, seed))
+        .collect();
+    let results = run_case_with_data_sets(backend, case, &data_sets, &options);
+    let checked = results.len() as u64;
+    if let Some((k, failed)) =
+        (results.iter().enumerate()).find(|(_, r)| r.status == Status::Failed)
+    {
+        let mut failing = case.clone();
+        let data_seed = k.checked_sub(1).map(|k| data_seeds[k]);
+        if let Some(k) = k.checked_sub(1) {
+            failing.inputs = data_sets[k].clone();
+        }
+        let failure = CheckFailure {
+            kind: CheckKind::of(failed),
+            report: failed.failure_report(),
+            case: Box::new(failing),
+            data_seed,
+        };
+        return (Err(failure), checked);
     }
+    let result = &results[0];
     if result.status == Status::Informational {
         let rule = result
             .reason
             .rsplit_once("rule ")
             .map(|(_, rule)| rule.to_string())
             .unwrap_or_default();
-        return Ok(Checked::Informational {
-            rule,
-            report: format!(
-                "INFORMATIONAL {}\n  {}\n{}",
-                result.name, result.reason, result.details
-            ),
-        });
+        let report = format!(
+            "INFORMATIONAL {}\n  {}\n{}",
+            result.name, result.reason, result.details
+        );
+        return (Ok(Checked::Informational { rule, report }), checked);
     }
     if result.status != Status::Passed || case.expect != Expectation::Accept {
+        return (Ok(Checked::Passed), checked);
+    }
+    (invariants(backend, case, &options), checked)
+}
+
+/// The invariants run on cases up to this many elements: the large tier's cases (past 2^20)
+/// are checked by the runner alone, as the invariants would double their cost for what the
+/// large tier's Join and Slice1 cases check directly.
+const INVARIANT_MAX_ELEMENTS: u128 = 1 << 20;
+
+/// The invariants of a valid case that passed.
+fn invariants(
+    backend: &dyn Backend,
+    case: &Case,
+    options: &RunOptions,
+) -> Result<Checked, CheckFailure> {
+    let tensors = case.op.inputs().into_iter().chain(case.op.outputs());
+    if tensors.map(|(_, t)| t.element_count()).max() > Some(INVARIANT_MAX_ELEMENTS) {
         return Ok(Checked::Passed);
     }
     let invariant = match &case.op {
@@ -93,12 +139,13 @@ pub fn check_case(
     // real one (wrong values of a reversal, a rejected join), so it buckets with the same bug
     // found directly.
     invariant.map(|()| Checked::Passed).map_err(|failure| {
-        let rerun = run_case(backend, &failure.case, &options);
+        let rerun = run_case(backend, &failure.case, options);
         if rerun.status == Status::Failed {
             CheckFailure {
                 kind: CheckKind::of(&rerun),
                 report: format!("{}{}", failure.report, rerun.failure_report()),
                 case: failure.case,
+                data_seed: None,
             }
         } else {
             failure
@@ -110,10 +157,11 @@ pub fn check_case(
 pub(crate) fn checked(
     backend: &dyn Backend,
     case: &Case,
+    data_seeds: &[u64],
     not_enforced: &[String],
-) -> Result<Checked, CheckFailure> {
+) -> (Result<Checked, CheckFailure>, u64) {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        check_case(backend, case, not_enforced)
+        check_case_data_sets(backend, case, data_seeds, not_enforced)
     })) {
         Ok(result) => result,
         Err(panic) => {
@@ -122,14 +170,16 @@ pub(crate) fn checked(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "(no message)".to_string());
-            Err(CheckFailure {
+            let failure = CheckFailure {
                 kind: CheckKind::Crash,
                 report: format!(
                     "FAIL {}\n  check: panicked\n  panic: {message}\n",
                     case.name
                 ),
                 case: Box::new(case.clone()),
-            })
+                data_seed: None,
+            };
+            (Err(failure), 1)
         }
     }
 }
@@ -159,11 +209,22 @@ fn invariant_failure(name: &str, invariant: &str, derived: Case, detail: String)
         kind: CheckKind::Invariant,
         report: format!("FAIL {name}\n  check: invariant: {invariant}\n  {detail}\n"),
         case: Box::new(derived),
+        data_seed: None,
     }
 }
 
-fn derived_case(name: String, op: OperatorDesc, inputs: Vec<Vec<u8>>) -> Case {
-    crate::strategies::case_for(&name, op, 0).with_inputs(inputs)
+/// A derived case, at the level of the case it comes from.
+fn derived_case(case: &Case, suffix: &str, op: OperatorDesc, inputs: Vec<Vec<u8>>) -> Case {
+    let name = format!("{}.{suffix}", case.name);
+    case_at(&name, op, 0, case.feature_level).with_inputs(inputs)
+}
+
+/// Whether an invariant's derived descriptor is worth running: valid at the case's level (a
+/// Join of a 2-D Split does not exist at 3_0) and small enough for plain buffers.
+fn derivable(case: &Case, derived: &OperatorDesc) -> bool {
+    validate(derived, case.feature_level).is_ok()
+        && (derived.inputs().iter().chain(&derived.outputs()))
+            .all(|(field, t)| too_large(field, t).is_none())
 }
 
 fn join_of_split_is_identity(backend: &dyn Backend, case: &Case) -> Result<(), CheckFailure> {
@@ -171,12 +232,6 @@ fn join_of_split_is_identity(backend: &dyn Backend, case: &Case) -> Result<(), C
         return Ok(());
     };
     let input_desc = &split.input_tensor;
-    let Ok(input) = case.inputs[0].materialize(input_desc) else {
-        return Ok(());
-    };
-    let Ok(pieces) = run_plain(backend, &case.op, &[&input]) else {
-        return Ok(());
-    };
     // The split's input may broadcast, which an output may not: join into a packed tensor.
     let whole = TensorDesc::packed(input_desc.data_type, &input_desc.sizes);
     let join = OperatorDesc::Join(JoinDesc {
@@ -184,14 +239,17 @@ fn join_of_split_is_identity(backend: &dyn Backend, case: &Case) -> Result<(), C
         output_tensor: whole.clone(),
         axis: split.axis,
     });
-    let piece_refs: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
-    let derived = || {
-        derived_case(
-            format!("{}.join_of_split", case.name),
-            join.clone(),
-            pieces.clone(),
-        )
+    if !derivable(case, &join) {
+        return Ok(());
+    }
+    let Ok(input) = case.inputs[0].materialize(input_desc) else {
+        return Ok(());
     };
+    let Ok(pieces) = run_plain(backend, &case.op, &[&input]) else {
+        return Ok(());
+    };
+    let piece_refs: Vec<&[u8]> = pieces.iter().map(Vec::as_slice).collect();
+    let derived = || derived_case(case, "join_of_split", join.clone(), pieces.clone());
     match run_plain(backend, &join, &piece_refs) {
         Err(e) => Err(invariant_failure(
             &case.name,
@@ -235,16 +293,15 @@ fn reversing_twice_is_identity(backend: &dyn Backend, case: &Case) -> Result<(),
         })
     };
     let first = reverse(input_desc);
+    if !derivable(case, &first) {
+        return Ok(());
+    }
     let invariant = "Slice1 reversing every dimension twice is the identity";
     let once = run_plain(backend, &first, &[&input]).map_err(|e| {
         invariant_failure(
             &case.name,
             invariant,
-            derived_case(
-                format!("{}.reverse", case.name),
-                first.clone(),
-                vec![input.clone()],
-            ),
+            derived_case(case, "reverse", first.clone(), vec![input.clone()]),
             e,
         )
     })?;
@@ -253,11 +310,7 @@ fn reversing_twice_is_identity(backend: &dyn Backend, case: &Case) -> Result<(),
         invariant_failure(
             &case.name,
             invariant,
-            derived_case(
-                format!("{}.reverse_again", case.name),
-                second.clone(),
-                vec![once[0].clone()],
-            ),
+            derived_case(case, "reverse_again", second.clone(), vec![once[0].clone()]),
             e,
         )
     })?;
@@ -269,13 +322,9 @@ fn reversing_twice_is_identity(backend: &dyn Backend, case: &Case) -> Result<(),
         logical_elements(&packed, &r[0].bytes) == logical_elements(&packed, &once[0])
     });
     let derived = if first_is_right {
-        derived_case(
-            format!("{}.reverse_again", case.name),
-            second,
-            vec![once[0].clone()],
-        )
+        derived_case(case, "reverse_again", second, vec![once[0].clone()])
     } else {
-        derived_case(format!("{}.reverse", case.name), first, vec![input])
+        derived_case(case, "reverse", first, vec![input])
     };
     Err(invariant_failure(
         &case.name,

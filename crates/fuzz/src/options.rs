@@ -3,7 +3,7 @@
 
 use crate::check::Mix;
 use dmlcts_harness::expectations::{KnownDifference, NotEnforced};
-use dmlcts_tensor::OperatorKind;
+use dmlcts_tensor::{FeatureLevel, OperatorKind};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,8 +50,17 @@ pub struct CampaignOptions {
     pub op: Option<OperatorKind>,
     pub mix: Mix,
     pub shard: Shard,
+    /// Data sets per valid descriptor, all on one compile (at least 1: its own inputs). A
+    /// backend that compiles slowly is checked on more data per compile.
+    pub data_sets: usize,
+    /// `--feature-level`: the one level asked for (for the replay command); the levels a
+    /// campaign runs at are its devices'.
+    pub pinned_level: Option<FeatureLevel>,
     /// New buckets after which failures that fit no bucket are only counted (not shrunk).
     pub max_findings: usize,
+    /// Stop taking cases once this many new buckets are found (for tests and tools that
+    /// only ask whether a campaign finds something).
+    pub stop_after_findings: Option<usize>,
     /// The time shrinking and normalizing one failure may take.
     pub shrink_time: Duration,
     /// Where each bucket's minimal case is saved; `None` saves nothing.
@@ -63,10 +72,17 @@ pub struct CampaignOptions {
     pub device: String,
     pub known_differences: Vec<KnownDifference>,
     pub not_enforced: Vec<NotEnforced>,
-    /// Prepended to replay commands: the `DMLCTS_*` settings that shaped the run.
-    pub env_prefix: String,
-    /// The command replay lines start with (`cargo xtask`, `dmlcts`).
+    /// The `DMLCTS_*` settings that shaped the run, set before every replay command.
+    pub env: Vec<(String, String)>,
+    /// The program that runs the campaign, which replay commands start with and saved cases'
+    /// headers name (`dmlcts`, `cargo xtask`). Empty (`new`'s default): a campaign in the
+    /// caller's own process, a backend author's test, whose replays are `cargo test` of the
+    /// caller's package (see `replay::saved_case_replay`).
     pub program: String,
+    /// The words of every option that shaped how the backend ran, for replay commands:
+    /// `--backend-config FILE`, `--process-timeout SECS`, `--adapter TEXT`, `--expectations
+    /// FILE` (the level, pinned or the case's own, is added where it applies).
+    pub run_options: Vec<String>,
 }
 
 impl CampaignOptions {
@@ -78,15 +94,19 @@ impl CampaignOptions {
             op: None,
             mix: Mix::Both,
             shard: Shard::WHOLE,
+            data_sets: 1,
+            pinned_level: None,
             max_findings: DEFAULT_MAX_FINDINGS,
+            stop_after_findings: None,
             shrink_time: DEFAULT_SHRINK_TIME,
             out_dir: None,
             backend_name: backend_name.to_string(),
             device: String::new(),
             known_differences: Vec::new(),
             not_enforced: Vec::new(),
-            env_prefix: String::new(),
-            program: "cargo xtask".to_string(),
+            env: Vec::new(),
+            program: String::new(),
+            run_options: Vec::new(),
         }
     }
 }

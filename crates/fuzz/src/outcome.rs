@@ -2,8 +2,10 @@
 //! its buckets (one per cause of failure, each with its minimal case) and their counts. The
 //! report reads these; nothing here refers back to the campaign.
 
+use crate::replay::Replay;
 use crate::signature::CheckKind;
 use dmlcts_harness::Case;
+use dmlcts_tensor::FeatureLevel;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -50,12 +52,24 @@ pub struct Bucket {
     /// with no shrink time nothing is re-run, and it stays true.
     pub reproduced: bool,
     pub saved: Option<PathBuf>,
-    pub replay: Option<String>,
+    /// The command that runs the saved case again (see `replay::saved_case_replay`).
+    pub replay: Option<Replay>,
+    /// Time spent shrinking its hits, all together (one budget per bucket).
+    pub shrink_time: Duration,
+    /// How many of its hits were shrunk (the rest were counted as they came).
+    pub shrinks: u64,
+    /// Runs of a case while shrinking them.
+    pub shrink_checks: u64,
 }
 
 #[derive(Clone, Debug)]
 pub struct CampaignOutcome {
+    /// Cases checked: each data set of a descriptor is one.
     pub cases_run: u64,
+    /// Descriptors generated (case indices run), each compiled once.
+    pub descriptors_run: u64,
+    /// How many descriptors were judged at each level.
+    pub levels: Vec<(FeatureLevel, u64)>,
     pub elapsed: Duration,
     pub jobs: usize,
     /// New buckets first, then known, then informational; each by first index.
@@ -65,8 +79,19 @@ pub struct CampaignOutcome {
 }
 
 impl CampaignOutcome {
+    /// Cases per second.
     pub fn rate(&self) -> f64 {
         self.cases_run as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Descriptors per second.
+    pub fn descriptor_rate(&self) -> f64 {
+        self.descriptors_run as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Time spent shrinking, all buckets together.
+    pub fn shrink_time(&self) -> Duration {
+        self.buckets.iter().map(|b| b.shrink_time).sum()
     }
 
     pub fn new_buckets(&self) -> impl Iterator<Item = &Bucket> {

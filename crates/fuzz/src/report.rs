@@ -1,58 +1,18 @@
 //! The campaign's report, read from what it produced: the `--json` report, and the command
-//! that repeats the campaign.
+//! that repeats the campaign. (Shard reports are merged by `merge`.)
 
-use crate::check::Mix;
 use crate::options::CampaignOptions;
 use crate::outcome::{BucketStatus, CampaignOutcome};
-use crate::replay::shell_word;
-use std::path::Path;
+use crate::replay::Replay;
 
-// Made for replay commands; here too, at its former path.
-pub use crate::replay::env_prefix;
-
-/// The command that repeats a campaign (the same cases; `jobs` does not change them).
+/// The command that repeats a campaign (see [`crate::replay::campaign_replay`]), rendered:
+/// a `--time` campaign is repeated by the cases it ran.
 pub fn campaign_command(
     options: &CampaignOptions,
     jobs: usize,
-    expectations: Option<&Path>,
-) -> String {
-    let mut command = format!(
-        "{}{} fuzz --backend {} --seed {}",
-        options.env_prefix,
-        options.program,
-        shell_word(&options.backend_name),
-        options.seed
-    );
-    if let Some(cases) = options.cases {
-        command.push_str(&format!(" --cases {cases}"));
-    }
-    if let Some(time) = options.time {
-        command.push_str(&format!(" --time {}", time.as_secs_f64()));
-    }
-    if let Some(op) = options.op {
-        command.push_str(&format!(" --op {op}"));
-    }
-    match options.mix {
-        Mix::ValidOnly => command.push_str(" --valid-only"),
-        Mix::InvalidOnly => command.push_str(" --invalid-only"),
-        Mix::Both => {}
-    }
-    if options.shard.count > 1 {
-        command.push_str(&format!(
-            " --shard {}/{}",
-            options.shard.index, options.shard.count
-        ));
-    }
-    if jobs > 1 {
-        command.push_str(&format!(" --jobs {jobs}"));
-    }
-    if let Some(path) = expectations {
-        command.push_str(&format!(
-            " --expectations {}",
-            shell_word(&path.display().to_string())
-        ));
-    }
-    command
+    outcome: Option<&CampaignOutcome>,
+) -> Replay {
+    crate::replay::campaign_replay(options, jobs, outcome.map(|o| o.descriptors_run))
 }
 
 /// The `--json` report.
@@ -74,13 +34,22 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
                 "reason": reason,
                 "count": b.count,
                 "reproduced": b.reproduced,
+                "operator": b.case.op.kind().to_string(),
+                "feature_level": b.case.feature_level.to_string(),
                 "first_case_index": b.first_index,
                 "first_case_seed": b.first_seed,
+                "shrink_seconds": b.shrink_time.as_secs_f64(),
+                "shrinks": b.shrinks,
+                "shrink_checks": b.shrink_checks,
                 "saved_case": b.saved.as_ref().map(|p| p.display().to_string()),
-                "replay": b.replay,
+                "replay": b.replay.as_ref().map(Replay::render),
                 "report": b.report,
             })
         })
+        .collect();
+    // Descriptors judged at each level.
+    let levels: serde_json::Map<String, serde_json::Value> = (outcome.levels.iter())
+        .map(|(level, n)| (level.to_string(), serde_json::json!(n)))
         .collect();
     let report = serde_json::json!({
         "backend": options.backend_name,
@@ -88,9 +57,14 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
         "seed": options.seed,
         "shard": format!("{}/{}", options.shard.index, options.shard.count),
         "jobs": outcome.jobs,
+        "feature_levels": levels,
+        "data_sets_per_descriptor": options.data_sets.max(1),
         "cases_run": outcome.cases_run,
+        "descriptors_run": outcome.descriptors_run,
         "seconds": outcome.elapsed.as_secs_f64(),
         "cases_per_second": outcome.rate(),
+        "descriptors_per_second": outcome.descriptor_rate(),
+        "shrink_seconds": outcome.shrink_time().as_secs_f64(),
         "new_findings": outcome.new_buckets().count(),
         "unclassified_failures": outcome.unclassified,
         "summary": outcome.summary_line(),

@@ -5,10 +5,10 @@
 use crate::check::materialize_all;
 use crate::options::CampaignOptions;
 use crate::outcome::{Bucket, BucketStatus};
-use crate::replay::shell_word;
+use crate::replay::saved_case_replay;
 use dmlcts_harness::corpus::data::logical_elements;
-use dmlcts_harness::corpus::read::bounded_text;
 use dmlcts_harness::report::write::{check_folder_writable, write_atomically};
+use dmlcts_harness::text::yaml_comment;
 use dmlcts_harness::{Expectation, cases_to_yaml};
 use dmlcts_oracle::execute as oracle_execute;
 use std::path::Path;
@@ -38,11 +38,19 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
         return;
     }
     let mut case = bucket.case.clone();
-    case.name = format!("regression.{}.{}", slug(&options.backend_name), bucket.id);
+    case.name = format!(
+        "regression.{}.{}",
+        short_slug(&options.backend_name),
+        bucket.id
+    );
     case.file = String::new();
     case.description = Some(format!(
-        "found by {} fuzz --backend {} --seed {} (case {})",
-        options.program, options.backend_name, options.seed, bucket.first_index
+        "found by {} (backend {}, seed {}, case {}, {} check)",
+        crate::replay::campaign_runner(options),
+        options.backend_name,
+        options.seed,
+        bucket.first_index,
+        bucket.kind.name()
     ));
     case.tags = vec!["regression".to_string()];
     // Stored expected values make the file readable; the oracle recomputes them anyway.
@@ -73,26 +81,28 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
         BucketStatus::Known { name, reason } => format!("known ({name}: {reason})"),
         BucketStatus::Informational { reason } => format!("informational ({reason})"),
     };
+    let replay = saved_case_replay(options, &case.name, &path.display().to_string());
     let header = format!(
-        "# Saved by `cargo xtask fuzz`: the minimal case of bucket {}\n\
+        "# Saved by {}: the minimal case of bucket {}\n\
          # status: {}\n\
+         # check: {}; operator: {}; feature level: {}\n\
          # first found: case {} of seed {} (case seed {}); the campaign's report counts its hits\n\
+         # replay: {}\n\
          # What failed:\n{}\n",
+        comment_text(&crate::replay::campaign_runner(options)),
         comment_text(&bucket.id),
         comment_text(&status),
+        bucket.kind.name(),
+        case.op.kind(),
+        case.feature_level,
         bucket.first_index,
         options.seed,
         bucket.first_seed,
+        // Whole, however long: a cut command would not run.
+        yaml_comment(&replay.render()),
         comment_lines(&bucket.report)
     );
     let body = header + &cases_to_yaml(std::slice::from_ref(&case));
-    let replay = format!(
-        "{}{} conformance --backend {} --cases {}",
-        options.env_prefix,
-        options.program,
-        shell_word(&options.backend_name),
-        shell_word(&path.display().to_string())
-    );
     match write_atomically(&path, body.as_bytes()) {
         Ok(()) => {
             bucket.saved = Some(path);
@@ -106,10 +116,17 @@ pub fn save_bucket(options: &CampaignOptions, bucket: &mut Bucket) {
     }
 }
 
-/// Text for one line of a YAML comment: every line break (CR, NEL, LS, PS as well as LF) and
-/// control character escaped, so that nothing in it leaves the comment; bounded.
+/// Text for one line of a YAML comment (`text::yaml_comment`: every line break, CR, NEL, LS,
+/// PS as well as LF, and control character escaped, so that nothing in it leaves the
+/// comment), at most `MAX_SAVED_REPORT_LINE_CHARS` characters of it.
 fn comment_text(text: &str) -> String {
-    bounded_text(text, MAX_SAVED_REPORT_LINE_CHARS)
+    let escaped = yaml_comment(text);
+    let total = escaped.chars().count();
+    if total <= MAX_SAVED_REPORT_LINE_CHARS {
+        return escaped.into_owned();
+    }
+    let kept: String = escaped.chars().take(MAX_SAVED_REPORT_LINE_CHARS).collect();
+    format!("{kept}… ({total} characters)")
 }
 
 /// A report as `#   ` comment lines (`comment_text` each), at most `MAX_SAVED_REPORT_LINES`.
@@ -173,6 +190,15 @@ impl OutFolderLock {
             }
         }
     }
+}
+
+/// The most characters of a backend's name a saved case's name keeps (a `process:` backend
+/// is named by its whole command).
+const MAX_NAME_SLUG_CHARS: usize = 40;
+
+/// `slug`, at most `MAX_NAME_SLUG_CHARS` characters.
+fn short_slug(text: &str) -> String {
+    slug(text).chars().take(MAX_NAME_SLUG_CHARS).collect()
 }
 
 /// A name made of `[a-z0-9_]`.

@@ -4,7 +4,8 @@
 //! every feature the failure does not need), plus the element size class.
 
 use dmlcts_harness::{Case, CaseResult, Expectation};
-use dmlcts_tensor::{OperatorDesc, TensorDesc};
+use dmlcts_oracle::spec;
+use dmlcts_tensor::{FeatureLevel, OperatorDesc, OperatorKind, TensorDesc};
 
 /// What check failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,8 +20,12 @@ pub enum CheckKind {
     GuardBand,
     /// The backend changed an input buffer.
     InputModified,
-    /// A panic, an error while compiling or executing, a dead process.
+    /// A panic, a dead process, a protocol violation, or an in-process backend's `Err` while
+    /// compiling or executing a valid descriptor.
     Crash,
+    /// An out-of-process backend's well-framed `error` reply to a valid case (it answered,
+    /// and said it failed).
+    Error,
     /// A process backend that did not answer in time.
     Hang,
     /// Join of split or reversing twice did not give back the input.
@@ -38,6 +43,7 @@ impl CheckKind {
             CheckKind::GuardBand => "guard_band",
             CheckKind::InputModified => "input_modified",
             CheckKind::Crash => "crash",
+            CheckKind::Error => "error",
             CheckKind::Hang => "hang",
             CheckKind::Invariant => "invariant",
             CheckKind::Corpus => "corpus",
@@ -52,6 +58,7 @@ impl CheckKind {
             CheckKind::GuardBand,
             CheckKind::InputModified,
             CheckKind::Crash,
+            CheckKind::Error,
             CheckKind::Hang,
             CheckKind::Invariant,
             CheckKind::Corpus,
@@ -76,6 +83,8 @@ impl CheckKind {
             // The process client's words for a child that did not answer in time.
             if result.details.contains("(hung?)") {
                 CheckKind::Hang
+            } else if said_first(&result.details).starts_with(ERROR_REPLY) {
+                CheckKind::Error
             } else {
                 CheckKind::Crash
             }
@@ -87,6 +96,17 @@ impl CheckKind {
             CheckKind::Values
         }
     }
+}
+
+/// How the process client words a well-framed `error` reply (crates/protocol).
+const ERROR_REPLY: &str = "the backend reported an error:";
+
+/// The first line the backend said, as the runner quotes it (`    | ...`): only the client's
+/// own first line decides, never a line of the backend's message or stderr.
+fn said_first(details: &str) -> &str {
+    (details.lines())
+        .find_map(|l| l.trim_start().strip_prefix("| "))
+        .unwrap_or("")
 }
 
 /// The rule the oracle says a case breaks, if any.
@@ -212,13 +232,28 @@ fn split_join_features(axis: u32, parts: usize, features: &mut Vec<&'static str>
     }
 }
 
+/// The table row of `kind`'s page that holds at `level` (`1_0`, `2_1`, `3_0`, `4_1`), or
+/// `before_X` below the level X it was introduced at.
+pub fn level_row(kind: OperatorKind, level: FeatureLevel) -> String {
+    let introduced = spec::introduced(kind);
+    match spec::support_row(kind, level) {
+        Some(row) if level >= introduced => row.level.clone(),
+        _ => format!("before_{introduced}"),
+    }
+}
+
 /// The signature of a failure of `kind` on `case` (its minimal form, for a bucket).
-/// Acceptance failures are told apart by the rule the backend did not enforce; everything
-/// else by the operator, the element size class and the features.
+/// Acceptance failures are told apart by the rule the backend did not enforce (and, for a
+/// rule of the level tables, the table row at the case's level: `.at_2_1`); everything else
+/// by the operator, the element size class and the features.
 pub fn signature(kind: CheckKind, case: &Case) -> String {
     let op = case.op.kind().name();
     if kind == CheckKind::Acceptance {
         let rule = expected_rule(case).unwrap_or("unknown_rule");
+        if spec::depends_on_feature_level(rule) {
+            let row = level_row(case.op.kind(), case.feature_level);
+            return format!("acceptance.{op}.{rule}.at_{row}");
+        }
         return format!("acceptance.{op}.{rule}");
     }
     let features = features(&case.op);
@@ -282,5 +317,41 @@ mod tests {
             assert_eq!(CheckKind::from_name(name).map(CheckKind::name), Some(name));
         }
         assert_eq!(CheckKind::from_name("value"), None);
+    }
+
+    // On main, a well-framed `error` reply was bucketed as a crash.
+    #[test]
+    fn an_error_reply_is_its_own_kind_and_only_the_clients_first_line_decides() {
+        let failed = |reason: &str, said: &[&str]| {
+            let details = format!(
+                "  while compiling, the backend said:\n{}",
+                said.iter()
+                    .map(|l| format!("    | {l}\n"))
+                    .collect::<String>()
+            );
+            dmlcts_harness::CaseResult::run_failure("x", "x", reason, &details)
+        };
+        let error = failed(
+            "the backend failed",
+            &["the backend reported an error: out of memory"],
+        );
+        assert_eq!(CheckKind::of(&error), CheckKind::Error);
+        let on_execute = failed(
+            "execution failed",
+            &["the backend reported an error: no kernel"],
+        );
+        assert_eq!(CheckKind::of(&on_execute), CheckKind::Error);
+        // A dead server whose stderr says the words is still a crash.
+        let crash = failed(
+            "execution failed",
+            &[
+                "the backend process exited with status 3",
+                "the backend reported an error: (its stderr)",
+            ],
+        );
+        assert_eq!(CheckKind::of(&crash), CheckKind::Crash);
+        let in_process = failed("the backend failed", &["my own error"]);
+        assert_eq!(CheckKind::of(&in_process), CheckKind::Crash);
+        assert_eq!(CheckKind::from_name("error"), Some(CheckKind::Error));
     }
 }

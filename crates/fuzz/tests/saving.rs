@@ -6,6 +6,7 @@
 #![cfg(unix)]
 
 use dmlcts_backend_cpu::CpuBackend;
+use dmlcts_fuzz::replay::shell_word;
 use dmlcts_fuzz::save::OutFolderLock;
 use dmlcts_fuzz::{CampaignOptions, CampaignOutcome, Mix, run_campaign};
 use dmlcts_harness::Corpus;
@@ -163,8 +164,13 @@ fn line_breaks_of_every_kind_in_a_report_stay_in_the_comment() {
     assert!(corpus.errors.is_empty(), "{:?}", corpus.errors);
     assert_eq!(corpus.cases.len(), 1);
     let text = std::fs::read_to_string(saved).unwrap();
+    // The runner quotes a backend's text a line at a time, each of its line breaks starting
+    // a new quoted line, which the saved file keeps inside its comment.
     assert!(
-        text.contains("a\\u{d}cases: []\\u{85}cases: []\\u{2028}cases: [] \\u{2029}x\\u{1b}[2J"),
+        text.contains(
+            "#       | a\n#       | cases: []\n#       | cases: []\n#       | cases: []\n\
+             #       | x\\u{1b}[2J\n"
+        ),
         "{text}"
     );
 }
@@ -189,4 +195,35 @@ fn one_campaign_at_a_time_holds_a_folder() {
         OutFolderLock::acquire(&dir.join("file/out")).unwrap_err(),
         format!("{} exists and is not a folder", dir.join("file").display())
     );
+}
+
+// On main: a library caller's campaign (a backend author's test) saved cases whose header said
+// "Saved by `cargo xtask fuzz`" and whose replay was `cargo xtask conformance --backend ...`,
+// which exists only in this repository.
+#[test]
+fn an_in_process_campaign_names_its_caller_and_replays_with_cargo_test() {
+    let dir = fresh_dir("in-process");
+    let outcome = campaign_within_two_minutes(options(&dir, 20), "no joins");
+    let bucket = &outcome.buckets[0];
+    let saved = bucket.saved.as_ref().expect("saved");
+    let case = Corpus::load_path(saved).cases.remove(0);
+    // This test binary is `saving` of the package `dmlcts-fuzz`, run by cargo.
+    let expected = format!(
+        "DMLCTS_CASES={} cargo test -p dmlcts-fuzz -- {} --exact",
+        shell_word(&saved.display().to_string()),
+        case.name
+    );
+    assert_eq!(bucket.replay.as_ref().unwrap().render(), expected);
+    let text = std::fs::read_to_string(saved).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "# Saved by an in-process campaign in dmlcts-fuzz's test saving: the minimal case \
+             of bucket {}\n",
+            bucket.id
+        )),
+        "{text}"
+    );
+    assert!(text.contains(&format!("# replay: {expected}\n")), "{text}");
+    assert!(!text.contains("xtask"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

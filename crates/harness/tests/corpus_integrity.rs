@@ -1,7 +1,8 @@
 //! The corpus is consistent with the specs and the oracle.
 
-use dmlcts_harness::{Corpus, Expectation, RunOptions, Status, cases_to_yaml, run_case};
-use dmlcts_oracle::{OracleBackend, spec};
+use dmlcts_harness::{Case, Corpus, Expectation, RunOptions, Status, cases_to_yaml, run_case};
+use dmlcts_oracle::{OracleBackend, broken_rules, spec};
+use dmlcts_tensor::FeatureLevel;
 use std::path::PathBuf;
 
 fn repository() -> PathBuf {
@@ -12,7 +13,7 @@ fn repository() -> PathBuf {
 fn the_corpus_loads_without_errors() {
     let corpus = Corpus::embedded();
     assert!(corpus.errors.is_empty(), "{:#?}", corpus.errors);
-    assert!(corpus.cases.len() > 800, "{} cases", corpus.cases.len());
+    assert!(corpus.cases.len() > 1100, "{} cases", corpus.cases.len());
 }
 
 #[test]
@@ -91,6 +92,106 @@ fn every_case_passes_on_the_oracle_at_its_own_level() {
         };
         let result = run_case(&backend, case, &options);
         assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
+    }
+}
+
+/// The levels a must-reject case runs at: a table's rejection where the same table row
+/// applies, any other from its own level up (`--feature-level`, or a multi-level backend
+/// offered it there).
+fn levels_it_runs_at(case: &Case) -> Vec<FeatureLevel> {
+    let row = |level| spec::support_row(case.op.kind(), level).map(|r| r.level.as_str());
+    FeatureLevel::ALL
+        .into_iter()
+        .filter(|&level| {
+            if case.rejection_depends_on_level() {
+                row(level) == row(case.feature_level)
+            } else {
+                level >= case.feature_level
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn every_reject_case_breaks_exactly_its_rule_at_every_level_it_runs_at() {
+    let mut masked = Vec::new();
+    for case in Corpus::embedded().cases {
+        let Expectation::Reject { rule } = &case.expect else {
+            continue;
+        };
+        for level in levels_it_runs_at(&case) {
+            let broken: Vec<String> = broken_rules(&case.op, level)
+                .into_iter()
+                .map(|v| v.rule)
+                .collect();
+            if broken != [rule.clone()] {
+                masked.push(format!(
+                    "{} ({}:{}) at {level}: names {rule}, breaks {broken:?}",
+                    case.name, case.file, case.line
+                ));
+            }
+        }
+    }
+    assert!(
+        masked.is_empty(),
+        "must-reject cases that break more than their rule where they run:\n{}",
+        masked.join("\n")
+    );
+}
+
+#[test]
+fn a_reject_case_runs_exactly_where_it_breaks_its_rule_alone_and_is_skipped_elsewhere() {
+    let mut skipped_as_not_alone = Vec::new();
+    for case in Corpus::embedded().cases {
+        let Expectation::Reject { rule } = &case.expect else {
+            continue;
+        };
+        let runs_at = levels_it_runs_at(&case);
+        for level in FeatureLevel::ALL {
+            let options = RunOptions {
+                feature_level: Some(level),
+                strict_level: true,
+                ..RunOptions::default()
+            };
+            let result = run_case(&OracleBackend::new(level), &case, &options);
+            if runs_at.contains(&level) {
+                assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
+            } else {
+                assert_eq!(result.status, Status::Skipped, "{} at {level}", case.name);
+                let others: Vec<String> = broken_rules(&case.op, level)
+                    .into_iter()
+                    .map(|v| v.rule)
+                    .filter(|r| r != rule && spec::depends_on_feature_level(r))
+                    .collect();
+                let expected = if case.rejection_depends_on_level() {
+                    format!("checks another level's feature-level table; running at {level}")
+                } else if !others.is_empty() {
+                    skipped_as_not_alone.push(format!("{} at {level}", case.name));
+                    format!(
+                        "breaks {} as well as {rule} at {level}; runs only where {rule} is \
+                         broken alone",
+                        others.join(", ")
+                    )
+                } else {
+                    format!(
+                        "needs feature level {}; running at {level}",
+                        case.feature_level
+                    )
+                };
+                assert_eq!(result.reason, expected, "{} at {level}", case.name);
+            }
+        }
+    }
+    // Split's and Join's tables take only 4 dimensions before 3_0: their same_dimension_count
+    // cases cannot break that rule alone there.
+    for expected in [
+        "reject.split.same_dimension_count at 2_1",
+        "reject.join.same_dimension_count at 1_0",
+    ] {
+        assert!(
+            skipped_as_not_alone.iter().any(|s| s == expected),
+            "{expected}: {skipped_as_not_alone:?}"
+        );
     }
 }
 

@@ -13,9 +13,10 @@
 
 mod backend;
 mod execute;
+pub mod overlap;
 pub mod spec;
 mod validate;
 
 pub use backend::OracleBackend;
 pub use execute::{ExecuteError, OracleOutput, execute};
-pub use validate::{Violation, validate, validate_enforced};
+pub use validate::{Violation, broken_rules, validate, validate_enforced};

@@ -1,10 +1,10 @@
 //! `validate(desc, level)`: every rule of specs/, in the order the spec files list them.
 //! Each rejection names its rule id and the exact fields and values that broke it.
 
+use crate::overlap::{self, SharedAddress};
 use crate::spec;
 use dmlcts_tensor::{
-    Coordinates, FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc,
-    TensorDesc,
+    FeatureLevel, JoinDesc, OperatorDesc, OperatorKind, Slice1Desc, SplitDesc, TensorDesc,
 };
 use std::fmt;
 
@@ -49,10 +49,6 @@ impl From<Violation> for dmlcts_tensor::Rejected {
     }
 }
 
-/// Largest element count an output layout that is not simply nested is enumerated for, to
-/// prove its addresses distinct (see `check_output_addresses_distinct`).
-const MAX_ENUMERATED_OUTPUT_ELEMENTS: u128 = 1 << 20;
-
 /// Checks `op` against every rule in specs/ for a device at `level`.
 pub fn validate(op: &OperatorDesc, level: FeatureLevel) -> Result<(), Violation> {
     validate_enforced(op, level, |_| true).map(|_| ())
@@ -89,6 +85,16 @@ pub fn validate_enforced(
         OperatorDesc::Slice1(desc) => validate_slice1(desc, level, &mut check),
     }?;
     Ok(check.not_enforced)
+}
+
+/// Every rule `op` breaks at `level`, in the order `validate` checks them: `validate_enforced`
+/// for a backend that enforces none (so the same checks are left out after a broken rule).
+/// A must-reject case tests its rule alone where this is that rule and nothing else.
+pub fn broken_rules(op: &OperatorDesc, level: FeatureLevel) -> Vec<Violation> {
+    match validate_enforced(op, level, |_| false) {
+        Ok(broken) => broken,
+        Err(enforced) => vec![enforced], // unreachable: nothing is enforced
+    }
 }
 
 /// Where each broken rule goes: the error when it is enforced, else the list.
@@ -184,10 +190,12 @@ fn check_axis_and_sizes(
         return Ok(());
     }
     // Sizes are compared dimension by dimension only between tensors of one dimension count
-    // (a part with another count broke {op}.same_dimension_count, which was not enforced).
-    if parts
-        .iter()
-        .any(|(_, p)| p.dimension_count() != dimension_count)
+    // (a part with another count broke {op}.same_dimension_count, which was not enforced),
+    // and only when there are parts (none broke the count rule, which was not enforced).
+    if parts.is_empty()
+        || parts
+            .iter()
+            .any(|(_, p)| p.dimension_count() != dimension_count)
     {
         return Ok(());
     }
@@ -370,81 +378,60 @@ fn check_tensor(
             ),
         ))?;
     }
-    if is_output && let Err(violation) = check_output_addresses_distinct(name, tensor) {
+    // Past the element limit no device holds the tensor: its addresses are not judged.
+    if is_output
+        && elements <= limit
+        && let Err(violation) = check_output_addresses_distinct(name, tensor)
+    {
         c.broken(violation)?;
     }
     Ok(())
 }
 
-/// Reading (specs/tensor.yaml): no two coordinates of an output may share an address.
-///
-/// Dimensions of size 1 never move the address. Sorted by stride, a layout is "nested" when
-/// each stride is larger than the farthest the smaller-stride dimensions reach; nested
-/// layouts (packed, padded, permuted) are distinct by construction. Anything else is
-/// settled by listing every address, up to a bound.
+/// Reading (specs/tensor.yaml): no two coordinates of an output may share an address,
+/// decided exactly by `overlap::shared_address`.
 fn check_output_addresses_distinct(name: &str, tensor: &TensorDesc) -> Result<(), Violation> {
-    let strides = tensor.effective_strides();
-    let rule = "tensor.output_addresses_distinct";
-    let mut moving: Vec<(u64, u64, usize)> = Vec::new(); // (stride, size, dimension)
-    for (dim, (&size, &stride)) in tensor.sizes.iter().zip(&strides).enumerate() {
-        if size > 1 {
-            if stride == 0 {
-                return Err(Violation::new(
-                    rule,
-                    format!(
-                        "{name}.Strides[{dim}] is 0 on a dimension of size {size}: {size} output \
-                         coordinates would share one address"
-                    ),
-                ));
-            }
-            moving.push((stride, u64::from(size), dim));
-        }
-    }
-    moving.sort();
-    let mut reach: u128 = 0; // farthest element index the dimensions so far can reach
-    let mut nested = true;
-    for &(stride, size, _) in &moving {
-        if u128::from(stride) <= reach {
-            nested = false;
-            break;
-        }
-        reach += u128::from(size - 1) * u128::from(stride);
-    }
-    if nested {
+    // Packed strides are nested (each is the product of the sizes after it): distinct.
+    let Some(strides) = &tensor.strides else {
         return Ok(());
+    };
+    if strides.len() != tensor.sizes.len() {
+        return Ok(()); // tensor.strides_count, which was not enforced: no layout to judge
     }
-    if tensor.element_count() > MAX_ENUMERATED_OUTPUT_ELEMENTS {
-        return Err(Violation::new(
-            rule,
-            format!(
-                "{name}.Strides {strides:?} interleave dimensions and the tensor has more than \
-                 {MAX_ENUMERATED_OUTPUT_ELEMENTS} elements, so the oracle cannot show its addresses distinct"
-            ),
-        ));
-    }
-    let mut addressed: Vec<(u128, Vec<u32>)> = Coordinates::new(&tensor.sizes)
-        .map(|coord| {
-            let index: u128 = coord
-                .iter()
-                .zip(&strides)
-                .map(|(&c, &s)| u128::from(c) * u128::from(s))
-                .sum();
-            (index, coord)
-        })
-        .collect();
-    addressed.sort();
-    for pair in addressed.windows(2) {
-        if pair[0].0 == pair[1].0 {
-            return Err(Violation::new(
+    let rule = "tensor.output_addresses_distinct";
+    match overlap::shared_address(&tensor.sizes, strides) {
+        None => Ok(()),
+        Some(SharedAddress::ZeroStride { dimension }) => {
+            let size = tensor.sizes[dimension];
+            Err(Violation::new(
                 rule,
                 format!(
-                    "{name}.Strides {strides:?} map coordinates {:?} and {:?} to the same element {}",
-                    pair[0].1, pair[1].1, pair[0].0
+                    "{name}.Strides[{dimension}] is 0 on a dimension of size {size}: {size} output \
+                     coordinates would share one address"
                 ),
-            ));
+            ))
         }
+        Some(SharedAddress::MoreElementsThanAddresses {
+            elements,
+            addresses,
+        }) => Err(Violation::new(
+            rule,
+            format!(
+                "{name}.Strides {strides:?} give {elements} coordinates only {addresses} \
+                 element addresses: two of them share one"
+            ),
+        )),
+        Some(SharedAddress::Coordinates {
+            first,
+            second,
+            element,
+        }) => Err(Violation::new(
+            rule,
+            format!(
+                "{name}.Strides {strides:?} map coordinates {first:?} and {second:?} to the same element {element}"
+            ),
+        )),
     }
-    Ok(())
 }
 
 /// "Tensor constraints": one DimensionCount and one DataType across the operator's tensors.

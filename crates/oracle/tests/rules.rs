@@ -381,23 +381,42 @@ fn packed_outputs_at_and_above_two_to_the_20_elements_are_valid() {
 }
 
 #[test]
-fn interleaved_outputs_are_listed_up_to_two_to_the_20_elements_and_rejected_above() {
-    // Strides {2, 3}: addresses 2a + 3b with b < 2 never meet (parity), but 3 is within the
-    // reach of the stride-2 dimension, so the layout is not nested.
-    let interleaved = |rows: u32| {
+fn interleaved_outputs_past_two_to_the_20_elements_are_decided_exactly() {
+    // Rows of {2, 3} elements with strides {3, 2} cover {0, 2, 3, 4, 5, 7}: distinct, but the
+    // stride-3 dimension is within the stride-2 one's reach, so the layout is not nested.
+    // Blocks 8 apart stay distinct; 5 apart, block 1's element 5 is block 0's (0, 1, 1).
+    let blocks = (1 << 18) + 3; // 6 * blocks > 2^20 elements
+    let interleaved = |block_stride: u32| {
         join_into(TensorDesc::strided(
-            DataType::Uint8,
-            &[rows, 2],
-            Some(&[2, 3]),
+            DataType::Uint16,
+            &[2 * blocks, 2, 3],
+            Some(&[block_stride, 3, 2]),
         ))
     };
-    assert_eq!(validate(&interleaved(1 << 19), FeatureLevel::L4_1), Ok(()));
-    let v = validate(&interleaved((1 << 19) + 2), FeatureLevel::L4_1).unwrap_err();
+    assert!(6 * u64::from(blocks) * 2 > 1 << 20);
+    assert_eq!(validate(&interleaved(8), FeatureLevel::L4_1), Ok(()));
+    let v = validate(&interleaved(5), FeatureLevel::L4_1).unwrap_err();
     assert_eq!(v.rule, "tensor.output_addresses_distinct");
     assert_eq!(
         v.message,
-        "OutputTensor.Strides [2, 3] interleave dimensions and the tensor has more than \
-         1048576 elements, so the oracle cannot show its addresses distinct"
+        "OutputTensor.Strides [5, 3, 2] map coordinates [0, 1, 1] and [1, 0, 0] to the same element 5"
+    );
+}
+
+#[test]
+fn more_output_elements_than_addresses_is_a_shared_address_without_listing() {
+    // 16384 x 16384 x 15 coordinates (within the element limit) over strides that reach
+    // only 268435470 addresses, past the bitmap's span.
+    let output = TensorDesc::strided(
+        DataType::Uint8,
+        &[1 << 14, 1 << 14, 15],
+        Some(&[1 << 13, (1 << 13) + 1, 1]),
+    );
+    let v = validate(&join_into(output), FeatureLevel::L4_1).unwrap_err();
+    assert_eq!(
+        v.message,
+        "OutputTensor.Strides [8192, 8193, 1] give 4026531840 coordinates only 268435470 \
+         element addresses: two of them share one"
     );
 }
 

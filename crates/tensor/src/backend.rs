@@ -87,6 +87,14 @@ pub trait CompiledOperator {
 }
 
 /// An implementation of Split, Join and Slice1 under test.
+///
+/// The harness asks for a verdict on each case's descriptor ([`compile`](Backend::compile)),
+/// and for an accepted one executes the result once into guarded buffers, comparing every
+/// addressed byte with the oracle's. A backend that can act as a device at several feature
+/// levels is made once per level by the caller's factory (`dmlcts_harness::libtest_main`'s
+/// argument) and must then report that level from [`feature_level`](Backend::feature_level).
+/// The crate's documentation has a small example; `examples/rust-backend` in the dmlcts
+/// repository is a complete one.
 pub trait Backend: Send + Sync {
     /// A short name, as given to `--backend`.
     fn name(&self) -> String;

@@ -83,7 +83,7 @@ impl TensorDesc {
 /// can neither wrap (the published helper accumulates in 32 bits) nor underflow on a zero size:
 ///
 /// - without strides: product(sizes) * element size;
-/// - with strides: (sum((sizes[i] - 1) * strides[i]) + 1) * element size;
+/// - with strides: `(sum((sizes[i] - 1) * strides[i]) + 1) * element size`;
 /// - then rounded up to a multiple of 4 bytes.
 ///
 /// A zero size gives 0 elements. A strides array of the wrong length is read as far as both go.

@@ -103,10 +103,29 @@ pub const PREDICATES: &[Predicate] = &[
         holds: narrow_integer_not_whole_words,
     },
     Predicate {
+        name: "slice1.int32_min_window_stride",
+        description: "a Slice1 with a window stride of -2^31 in some dimension \
+                  (docs/findings/openvino-cpu-int-min-stride-crashes.yaml)",
+        holds: slice1_int32_min_window_stride,
+    },
+    Predicate {
+        name: "tensor.64_bit_type",
+        description: "an operator with a tensor of INT64, UINT64 or FLOAT64 \
+                  (docs/findings/openvino-cpu-64-bit-types-narrowed.yaml)",
+        holds: has_64_bit_tensor,
+    },
+    Predicate {
         name: "tensor.float16",
-        description: "an operator on FLOAT16 tensors \
-                  (docs/findings/iree-vulkan-float16-read-as-float32.yaml)",
-        holds: float16,
+        description: "an operator with a FLOAT16 tensor \
+                  (docs/findings/openvino-cpu-float16-signalling-nan-quieted.yaml, \
+                  docs/findings/iree-vulkan-float16-read-as-float32.yaml)",
+        holds: has_float16_tensor,
+    },
+    Predicate {
+        name: "join.float_rank_7_or_8",
+        description: "a Join of 7 or 8 dimensions with a FLOAT32 or FLOAT16 tensor \
+                  (docs/findings/litert-xnnpack-concatenation-rank-7-8.yaml)",
+        holds: join_float_rank_7_or_8,
     },
 ];
 
@@ -151,17 +170,9 @@ fn slice1_negative_stride_unsigned(op: &OperatorDesc) -> bool {
             if matches!(slice.input_tensor.data_type, Uint8 | Uint16 | Uint32 | Uint64))
 }
 
-/// Every input and output, in binding order.
-fn tensors(op: &OperatorDesc) -> impl Iterator<Item = &dmlcts_tensor::TensorDesc> {
-    op.inputs()
-        .into_iter()
-        .chain(op.outputs())
-        .map(|(_, tensor)| tensor)
-}
-
 fn narrow_integer_not_whole_words(op: &OperatorDesc) -> bool {
     use dmlcts_tensor::DataType::{Int8, Int16, Uint8, Uint16};
-    tensors(op).any(|t| {
+    all_tensors(op).any(|t| {
         matches!(t.data_type, Int8 | Uint8 | Int16 | Uint16)
             && t.element_count()
                 .saturating_mul(t.data_type.element_size() as u128)
@@ -170,8 +181,31 @@ fn narrow_integer_not_whole_words(op: &OperatorDesc) -> bool {
     })
 }
 
-fn float16(op: &OperatorDesc) -> bool {
-    tensors(op).any(|t| t.data_type == dmlcts_tensor::DataType::Float16)
+fn slice1_int32_min_window_stride(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Slice1(slice) if slice.input_window_strides.contains(&i32::MIN))
+}
+
+/// Every tensor of the operator, inputs then outputs.
+fn all_tensors(op: &OperatorDesc) -> impl Iterator<Item = &dmlcts_tensor::TensorDesc> {
+    let mut tensors: Vec<&dmlcts_tensor::TensorDesc> =
+        op.inputs().into_iter().map(|t| t.1).collect();
+    tensors.extend(op.outputs().into_iter().map(|t| t.1));
+    tensors.into_iter()
+}
+
+fn has_64_bit_tensor(op: &OperatorDesc) -> bool {
+    use dmlcts_tensor::DataType::{Float64, Int64, Uint64};
+    all_tensors(op).any(|t| matches!(t.data_type, Float64 | Int64 | Uint64))
+}
+
+fn has_float16_tensor(op: &OperatorDesc) -> bool {
+    all_tensors(op).any(|t| t.data_type == dmlcts_tensor::DataType::Float16)
+}
+
+fn join_float_rank_7_or_8(op: &OperatorDesc) -> bool {
+    use dmlcts_tensor::DataType::{Float16, Float32};
+    matches!(op, OperatorDesc::Join(join) if matches!(join.output_tensor.sizes.len(), 7 | 8))
+        && all_tensors(op).any(|t| matches!(t.data_type, Float16 | Float32))
 }
 
 /// Whether an entry keyed by backend, device text and versions applies to this backend.
@@ -383,6 +417,38 @@ mod tests {
         });
         assert!(!zero_stride(&split));
         assert!(!empty_output(&split));
+    }
+
+    #[test]
+    fn the_type_and_rank_predicates_hold_only_for_operators_with_such_tensors() {
+        let join = |data_type, rank: usize| {
+            let part = vec![1; rank];
+            let mut whole = part.clone();
+            whole[0] = 2;
+            OperatorDesc::Join(dmlcts_tensor::JoinDesc {
+                input_tensors: vec![TensorDesc::packed(data_type, &part); 2],
+                output_tensor: TensorDesc::packed(data_type, &whole),
+                axis: 0,
+            })
+        };
+        let wide = predicate("tensor.64_bit_type").unwrap().holds;
+        let half = predicate("tensor.float16").unwrap().holds;
+        let deep = predicate("join.float_rank_7_or_8").unwrap().holds;
+        let int_min = predicate("slice1.int32_min_window_stride").unwrap().holds;
+        for t in [DataType::Int64, DataType::Uint64, DataType::Float64] {
+            assert!(wide(&join(t, 2)), "{t:?}");
+        }
+        assert!(!wide(&join(DataType::Int32, 2)));
+        assert!(!wide(&slice(&[3, 2, 4], &[1, 1, 1])));
+        assert!(half(&join(DataType::Float16, 2)));
+        assert!(!half(&join(DataType::Int16, 2)));
+        assert!(deep(&join(DataType::Float32, 7)));
+        assert!(deep(&join(DataType::Float16, 8)));
+        assert!(!deep(&join(DataType::Float32, 6)));
+        assert!(!deep(&join(DataType::Int32, 8)));
+        assert!(int_min(&slice(&[1, 2, 4], &[i32::MIN, 1, 1])));
+        assert!(!int_min(&slice(&[1, 2, 4], &[-i32::MAX, 1, 1])));
+        assert!(!int_min(&join(DataType::Float32, 7)));
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub use known::{KnownDifference, NotEnforced, PREDICATES, Predicate, predicate};
 pub use versions::{Version, VersionSpec, device_version};
 
 use crate::corpus::read::{EXPECTATIONS_FILE, load_yaml};
+use crate::run::LOAD_ERROR_ID_PREFIX;
 use crate::run::{CaseResult, Status};
 use serde::Deserialize;
 use std::path::Path;
@@ -102,9 +103,13 @@ impl Expectations {
     /// An expected failure that fails becomes `ExpectedFailure`; one that passes fails the
     /// run ("unexpected pass": the expectation is stale). Returns the applicable entries
     /// naming no case that ran, so stale entries can be reported.
+    ///
+    /// A case file's load error is matched by its result id (`load-error:FILE:LINE`), never
+    /// by the name of the case it broke: a broken case named like an expected failure must
+    /// not pass as that failure.
     pub fn apply(&self, backend: &str, device: &str, results: &mut [CaseResult]) -> Vec<String> {
         for result in results.iter_mut() {
-            let Some(expected) = self.find(backend, device, &result.name) else {
+            let Some(expected) = self.find(backend, device, expectation_key(result)) else {
                 continue;
             };
             match result.status {
@@ -135,9 +140,18 @@ impl Expectations {
         self.expected_failures
             .iter()
             .filter(|e| e.applies(backend, device))
-            .filter(|e| !results.iter().any(|r| r.name == e.case))
+            .filter(|e| !results.iter().any(|r| expectation_key(r) == e.case))
             .map(|e| e.case.clone())
             .collect()
+    }
+}
+
+/// What an expected failure's `case` names: a case by its name, a load error by its id.
+fn expectation_key(result: &CaseResult) -> &str {
+    if result.id.starts_with(LOAD_ERROR_ID_PREFIX) {
+        &result.id
+    } else {
+        &result.name
     }
 }
 
@@ -237,5 +251,34 @@ expected_failures:
             "{error}"
         );
         assert!(error.contains("line 2"), "{error}");
+    }
+
+    // On main, apply matched by name: a case file whose case `a` did not load (its result
+    // named `a`, failed) passed as directml's expected failure `a`.
+    #[test]
+    fn a_load_error_is_never_an_expected_failure_by_its_cases_name() {
+        let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
+        let error = crate::LoadError {
+            file: "mine.yaml".to_string(),
+            line: Some(3),
+            case: Some("a".to_string()),
+            message: "sizes: expected a list".to_string(),
+        };
+        let mut results = vec![crate::load_error_result(&error)];
+        assert_eq!(results[0].name, "a");
+        let stale = expectations.apply("directml", &device("1.13.1.0"), &mut results);
+        assert_eq!(results[0].status, Status::Failed);
+        assert_eq!(results[0].reason, "case file error");
+        assert!(results[0].notes.is_empty(), "{:?}", results[0].notes);
+        // The entry still names a case that did not run.
+        assert_eq!(stale, vec!["a".to_string()]);
+        // An entry may name the load error itself, by its id.
+        let by_id: Expectations = serde_yaml::from_str(
+            "expected_failures:\n  - backend: directml\n    case: \"load-error:mine.yaml:3\"\n    reason: known broken file\n",
+        )
+        .unwrap();
+        let stale = by_id.apply("directml", &device("1.13.1.0"), &mut results);
+        assert_eq!(results[0].status, Status::ExpectedFailure);
+        assert!(stale.is_empty(), "{stale:?}");
     }
 }

@@ -1,13 +1,40 @@
 //! libtest-mimic glue: every case becomes one named test, so `cargo test` and
 //! `cargo nextest run` list, filter and run single cases.
 //!
-//! A backend author's crate needs one test target with `harness = false` whose main is:
+//! A backend author's crate needs one test target with `harness = false`:
 //!
-//! ```ignore
+//! ```toml
+//! [dev-dependencies]
+//! dmlcts-harness = { git = "https://example.invalid/dmlcts", rev = "COMMIT" }
+//!
+//! [[test]]
+//! name = "dmlcts"
+//! harness = false
+//! ```
+//!
+//! whose main hands a factory to [`libtest_main`] (a backend with one fixed level) or
+//! [`libtest_main_at_each_level`] (one that validates as a device at the level it is made
+//! for). Here with the oracle standing in for your backend:
+//!
+//! ```no_run
+//! // tests/dmlcts.rs
+//! use dmlcts_oracle::OracleBackend as MyBackend; // your backend
+//!
 //! fn main() {
-//!     dmlcts_harness::libtest_main(|_level| Box::new(MyBackend::new()));
+//!     dmlcts_harness::libtest_main_at_each_level(|level| Box::new(MyBackend::new(level)));
 //! }
 //! ```
+//!
+//! `cargo test --test dmlcts` then runs the embedded corpus (nothing to download),
+//! `-- --list` lists it and `-- doc.join` runs the cases whose names contain `doc.join`;
+//! `DMLCTS_CASES=path/to/cases` adds your own case files or folders. The run fails when a case
+//! fails, and when the backend is available but skipped every case (a run that tests nothing).
+//!
+//! Copy the workspace's `[profile.dev.package.dmlcts-*] opt-level = 3` settings into your own
+//! workspace's root Cargo.toml: the harness, the oracle and the tensor crate do the
+//! per-element work, and unoptimized the corpus takes about twice as long. The
+//! `examples/rust-backend` crate of the dmlcts repository is a complete backend with this
+//! target, an in-process campaign (`dmlcts_fuzz::run_campaign`) and those settings.
 //!
 //! A failing case prints the command that reruns it in that crate: `cargo test -p PACKAGE
 //! --test TARGET -- NAME --exact` (the package from `CARGO_PKG_NAME`, which cargo and nextest

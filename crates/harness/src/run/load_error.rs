@@ -5,11 +5,18 @@ use crate::corpus::LoadError;
 use crate::run::{CaseResult, ResultIds, Status};
 use std::time::Duration;
 
+/// The start of every load error's result id.
+pub const LOAD_ERROR_ID_PREFIX: &str = "load-error:";
+
 /// A load error reported as a failed result, so it counts and shows in every report. Its id,
 /// `load-error:FILE:LINE`, is its own: never a case's, whatever the case is named.
 pub fn load_error_result(error: &LoadError) -> CaseResult {
     CaseResult {
-        id: format!("load-error:{}:{}", error.file, error.line.unwrap_or(0)),
+        id: format!(
+            "{LOAD_ERROR_ID_PREFIX}{}:{}",
+            error.file,
+            error.line.unwrap_or(0)
+        ),
         name: match &error.case {
             Some(case) => case.clone(),
             None => format!("load:{}", error.file),

@@ -14,9 +14,9 @@ pub use devices::{DeviceFactory, Devices};
 pub use libtest::{
     corpus_trials, libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
 };
-pub use load_error::{load_error_result, load_error_results};
+pub use load_error::{LOAD_ERROR_ID_PREFIX, load_error_result, load_error_results};
 pub use replay::{LibtestTarget, Replay, ReplayRecipe, shell_word};
 pub use runner::{
     CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, SkipCheck, Status, case_id,
-    replay_command, run_case, run_cases, skip_reason,
+    replay_command, run_case, run_case_with_data_sets, run_cases, skip_reason,
 };

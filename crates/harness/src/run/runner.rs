@@ -2,19 +2,20 @@
 //! conformance`, the fuzzer, a backend author's own tests):
 //!
 //! 1. the case's stored expectation is checked against the oracle at the case's level;
-//! 2. skips: backend unavailable, data type not claimed, level above the claimed one;
+//! 2. skips: backend unavailable, data type not claimed, level above the claimed one, a
+//!    must-reject case at a level whose tables reject it too;
 //! 3. the backend must agree with the oracle on accept/reject at the running level, under its
 //!    validation profile: a must-reject case it accepts where every broken rule is one it
 //!    does not enforce is informational;
 //! 4. accepted: the backend executes into guarded, sentinel-filled outputs; every addressed
 //!    output byte must equal the oracle's, guard bands must be untouched, inputs unchanged.
 
-use crate::corpus::data::{logical_elements, too_large};
+use crate::corpus::data::{TensorData, logical_elements, too_large};
 use crate::corpus::{Case, Expectation};
 use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
 use crate::run::replay::{Replay, ReplayRecipe};
 use crate::text;
-use dmlcts_oracle::{OracleOutput, execute, validate, validate_enforced};
+use dmlcts_oracle::{OracleOutput, broken_rules, execute, validate, validate_enforced};
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, FeatureLevel, OutputBinding, Rejected,
 };
@@ -224,14 +225,76 @@ fn fail(check: impl Into<String>, details: impl Into<String>) -> Outcome {
 
 /// Runs one case on one backend.
 pub fn run_case(backend: &dyn Backend, case: &Case, options: &RunOptions) -> CaseResult {
+    let mut results = run_case_with_data_sets(backend, case, &[], options);
+    results.swap_remove(0)
+}
+
+/// `run_case` for one descriptor and several data sets: the backend compiles the descriptor
+/// once and executes it once per data set, each judged as `case` with its `inputs` replaced
+/// by that data set. The first result is `case`'s own (with its own inputs), then one per
+/// data set, in order, while they pass: the first failure (or skip) ends the list. A backend
+/// that compiles slowly (a JIT, a compiler per module) is then checked on several inputs for
+/// one compile, on the same path as every case.
+pub fn run_case_with_data_sets(
+    backend: &dyn Backend,
+    case: &Case,
+    data_sets: &[Vec<TensorData>],
+    options: &RunOptions,
+) -> Vec<CaseResult> {
     let started = Instant::now();
+    let mut notes = Vec::new();
+    let compiled = match corpus_skips_and_compile(backend, case, options, &mut notes) {
+        Ok(compiled) => compiled,
+        Err(outcome) => return vec![case_result(backend, case, options, outcome, notes, started)],
+    };
+    let outcome = execute_and_compare(case, compiled.as_ref(), &mut notes);
+    let mut results = vec![case_result(backend, case, options, outcome, notes, started)];
+    for inputs in data_sets {
+        if results.last().is_some_and(|r| r.status != Status::Passed) {
+            break;
+        }
+        let started = Instant::now();
+        let mut again = case.clone();
+        again.inputs = inputs.clone();
+        // Stored expected values are for the case's own inputs.
+        again.expected = vec![None; case.op.outputs().len()];
+        let mut notes = Vec::new();
+        let outcome = if again.inputs.len() == case.op.inputs().len() {
+            execute_and_compare(&again, compiled.as_ref(), &mut notes)
+        } else {
+            fail(
+                "corpus: bad input data",
+                format!(
+                    "  a data set of {} inputs for {} input tensors",
+                    again.inputs.len(),
+                    case.op.inputs().len()
+                ),
+            )
+        };
+        results.push(case_result(
+            backend, &again, options, outcome, notes, started,
+        ));
+    }
+    results
+}
+
+/// A case's result from its outcome: the status, the reason, and for a failure the details
+/// ending with the replay command.
+fn case_result(
+    backend: &dyn Backend,
+    case: &Case,
+    options: &RunOptions,
+    outcome: Outcome,
+    notes: Vec<String>,
+    started: Instant,
+) -> CaseResult {
     let mut result = CaseResult::new(case);
+    result.notes = notes;
     result.run_level = Some(
         options
             .feature_level
             .unwrap_or_else(|| backend.feature_level()),
     );
-    let outcome = run_checks(backend, case, options, &mut result.notes);
     match outcome {
         Outcome::Pass => {}
         Outcome::Skip(reason) => {
@@ -290,28 +353,23 @@ fn backend_said(intro: &str, said: &str) -> String {
     format!("  {intro}:\n{}", text::quoted_lines(&said, "    | "))
 }
 
-fn run_checks(
-    backend: &dyn Backend,
+/// Steps 1 to 3: the corpus check, the skips, and the verdict; the compiled operator when
+/// the case goes on to execute, else the case's outcome.
+fn corpus_skips_and_compile<'a>(
+    backend: &'a dyn Backend,
     case: &Case,
     options: &RunOptions,
     notes: &mut Vec<String>,
-) -> Outcome {
-    if let Err(outcome) = check_corpus_expectation(case) {
-        return outcome;
-    }
+) -> Result<Box<dyn CompiledOperator + 'a>, Outcome> {
+    check_corpus_expectation(case)?;
     // Step 2, skips.
     if let Some(reason) = skip_reason(backend, case, options) {
-        return Outcome::Skip(reason);
+        return Err(Outcome::Skip(reason));
     }
     let level = options
         .feature_level
         .unwrap_or_else(|| backend.feature_level());
-
-    let compiled = match compile_and_judge(backend, case, options, level, notes) {
-        Ok(compiled) => compiled,
-        Err(outcome) => return outcome,
-    };
-    execute_and_compare(case, compiled.as_ref(), notes)
+    compile_and_judge(backend, case, options, level, notes)
 }
 
 /// Step 1, the corpus itself: the stored expectation must be the oracle's verdict.
@@ -611,12 +669,37 @@ fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -
                 "checks another level's feature-level table; running at {level}"
             ));
         }
-    } else if level < stored_level {
+    }
+    if let Some(reason) = not_alone_reason(case, level) {
+        return Some(reason);
+    }
+    if !case.rejection_depends_on_level() && level < stored_level {
         return Some(format!(
             "needs feature level {stored_level}; running at {level}"
         ));
     }
     None
+}
+
+/// A must-reject case does not run where a level's table (or availability) rejects it too:
+/// a backend rejecting it for that would pass without testing its rule. (Rules no table
+/// decides break or hold at every level alike; the corpus integrity test keeps the corpus's
+/// cases free of them.)
+fn not_alone_reason(case: &Case, level: FeatureLevel) -> Option<String> {
+    let Expectation::Reject { rule } = &case.expect else {
+        return None;
+    };
+    let others: Vec<String> = broken_rules(&case.op, level)
+        .into_iter()
+        .map(|v| v.rule)
+        .filter(|r| r != rule && dmlcts_oracle::spec::depends_on_feature_level(r))
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "breaks {} as well as {rule} at {level}; runs only where {rule} is broken alone",
+            others.join(", ")
+        )
+    })
 }
 
 /// Tallies what an available backend did with the cases within the running level, so that

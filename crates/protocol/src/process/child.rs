@@ -135,7 +135,9 @@ pub(super) fn spawn(
             options.command
         )));
     }
-    let awaited = Arc::new(Mutex::new(None));
+    // The hello is awaited from the start: a server may answer it before the request is
+    // written (or before `exchange` marks it awaited), and that is its reply, not a stray frame.
+    let awaited = Arc::new(Mutex::new(Some(Vec::new())));
     let frames = read_replies(stdout, Arc::clone(&awaited));
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let tail = Arc::clone(&stderr);
@@ -306,6 +308,10 @@ pub(super) fn exchange(
                 "the request was not read within {:.1} s (the backend stopped reading its input?)",
                 timeout.as_secs_f64()
             ))
+        } else if let Ok(Err(what)) = running.frames.try_recv() {
+            // The reader's error came first (a stray frame, garbage): it is why the process
+            // is gone, so it is the cause, not the broken pipe that followed.
+            Failure::other(what)
         } else {
             Failure::other(format!("writing to the backend process failed: {e}"))
         }

@@ -9,7 +9,9 @@
 //! - every backend allocates, binds and transfers buffers of these sizes.
 //!
 //! Rows are not multiples of the chunk count, pieces start inside chunks, and outputs come
-//! packed, padded, transposed and interleaved; Slice1 reverses outer dimensions. Inputs are
+//! packed, padded, transposed and interleaved; Slice1 reverses outer dimensions. Every
+//! operator has an output of just over 2^20 elements in every element size (a count, not a
+//! size in bytes, is where some implementations change paths). Inputs are
 //! seeded random bit patterns. The tier stays small enough that the whole corpus runs in a
 //! few seconds on the CPU backend: most cases are just above 1 MiB, one is 64 MiB.
 
@@ -51,11 +53,12 @@ fn size_classes(kind: OperatorKind) -> [DataType; 4] {
 pub fn large_tier(kind: OperatorKind, file: &str) -> Vec<Case> {
     let mut cases = Vec::new();
     for data_type in size_classes(kind) {
-        let shapes = match kind {
+        let mut shapes = match kind {
             OperatorKind::Split => split_shapes(data_type),
             OperatorKind::Join => join_shapes(data_type),
             OperatorKind::Slice1 => slice1_shapes(data_type),
         };
+        shapes.push(past_2_20_elements(kind, data_type));
         let dt = data_type.name().to_ascii_lowercase();
         for (shape, description, op) in shapes {
             let name = format!("large.{kind}.{dt}.{shape}");
@@ -75,6 +78,33 @@ pub fn large_tier(kind: OperatorKind, file: &str) -> Vec<Case> {
         }
     }
     cases
+}
+
+/// An output of 1031 x 1018 = 1,049,558 elements, just past 2^20 = 1,048,576, whatever
+/// the element size; rows of 1018 are not a multiple of 4, 8 or 16.
+fn past_2_20_elements(kind: OperatorKind, dt: DataType) -> Shape {
+    let description = "an output of 1031 x 1018 elements, just past 2^20";
+    let op = match kind {
+        OperatorKind::Split => OperatorDesc::Split(SplitDesc {
+            input_tensor: packed(dt, &[1031, 1021]),
+            output_tensors: vec![packed(dt, &[1031, 1018]), packed(dt, &[1031, 3])],
+            axis: 1,
+        }),
+        OperatorKind::Join => OperatorDesc::Join(JoinDesc {
+            input_tensors: vec![packed(dt, &[1031, 3]), packed(dt, &[1031, 1015])],
+            output_tensor: packed(dt, &[1031, 1018]),
+            axis: 1,
+        }),
+        OperatorKind::Slice1 => OperatorDesc::Slice1(Slice1Desc {
+            dimension_count: 2,
+            input_window_offsets: vec![1, 1],
+            input_window_sizes: vec![1031, 1018],
+            input_window_strides: vec![1, 1],
+            input_tensor: packed(dt, &[1033, 1020]),
+            output_tensor: packed(dt, &[1031, 1018]),
+        }),
+    };
+    ("past_2_20_elements", description, op)
 }
 
 fn mebibytes(bytes: u64) -> String {

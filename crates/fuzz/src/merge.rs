@@ -1,0 +1,291 @@
+//! Shard reports merged into one (`dmlcts fuzz merge REPORT.json...`): the campaign's `--json`
+//! reports of its shards (`--shard I/N`, each on its own machine) read back, checked to be of
+//! one campaign (the same seed, suite, backend and shard count; no shard twice), and merged:
+//! counts summed, buckets deduplicated by signature with their hits summed and the earliest
+//! case (lowest index) kept. Reports are untrusted input: each is read with the harness's
+//! bounded reader, and every error names the file and the field.
+
+use dmlcts_harness::corpus::read::{FileKind, Links, read_text};
+use dmlcts_harness::text;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Campaign reports: 64 MiB (a report of 20 buckets with their failure texts is about 100 KB).
+pub const FUZZ_REPORT: FileKind = FileKind {
+    name: "fuzz report",
+    max_bytes: 64 << 20,
+    max_nodes: 0,
+    usual_nesting: 0,
+    expecting: "a fuzz campaign's --json report",
+};
+
+/// The most characters of a value a message quotes.
+const QUOTED: usize = 64;
+
+/// One shard's report, read and checked.
+struct ShardReport {
+    file: String,
+    report: Map<String, Value>,
+}
+
+impl ShardReport {
+    fn read(path: &Path) -> Result<ShardReport, String> {
+        let file = path.display().to_string();
+        let shown = text::line(&file).into_owned();
+        let content =
+            read_text(path, &FUZZ_REPORT, Links::Follow).map_err(|e| e.in_file(&shown))?;
+        let value: Value = serde_json::from_str(&content).map_err(|e| {
+            format!(
+                "{shown}:{}: not JSON: {}",
+                e.line(),
+                quoted(&e.to_string(), 200)
+            )
+        })?;
+        let Value::Object(report) = value else {
+            return Err(format!("{shown}: not a fuzz report (not a JSON object)"));
+        };
+        let shard = ShardReport {
+            file: shown,
+            report,
+        };
+        for field in ["seed", "cases_run", "descriptors_run"] {
+            shard.number(field)?;
+        }
+        shard.text("backend")?;
+        shard.shard()?;
+        shard.buckets()?;
+        Ok(shard)
+    }
+
+    fn error(&self, field: &str, what: &str) -> String {
+        format!("{}: field `{field}`: {what}", self.file)
+    }
+
+    fn number(&self, field: &str) -> Result<u64, String> {
+        match self.report.get(field) {
+            Some(v) => v.as_u64().ok_or_else(|| {
+                self.error(
+                    field,
+                    &format!("{} is not a count", quoted(&v.to_string(), QUOTED)),
+                )
+            }),
+            None => Err(self.error(field, "missing")),
+        }
+    }
+
+    fn text(&self, field: &str) -> Result<&str, String> {
+        match self.report.get(field) {
+            Some(Value::String(s)) => Ok(s),
+            Some(v) => Err(self.error(
+                field,
+                &format!("{} is not a string", quoted(&v.to_string(), QUOTED)),
+            )),
+            None => Err(self.error(field, "missing")),
+        }
+    }
+
+    /// `(I, N)` from `"I/N"`.
+    fn shard(&self) -> Result<(u64, u64), String> {
+        let text = self.text("shard")?;
+        let parsed = text.split_once('/').and_then(|(i, n)| {
+            let (i, n) = (i.parse::<u64>().ok()?, n.parse::<u64>().ok()?);
+            (n > 0 && i < n).then_some((i, n))
+        });
+        parsed.ok_or_else(|| self.error("shard", &format!("{} is not I/N", quoted(text, QUOTED))))
+    }
+
+    fn buckets(&self) -> Result<Vec<&Map<String, Value>>, String> {
+        let Some(Value::Array(buckets)) = self.report.get("buckets") else {
+            return Err(self.error("buckets", "missing, or not a list"));
+        };
+        let mut out = Vec::new();
+        for (i, bucket) in buckets.iter().enumerate() {
+            let field = format!("buckets[{i}]");
+            let Value::Object(bucket) = bucket else {
+                return Err(self.error(&field, "not an object"));
+            };
+            for name in ["signature", "status"] {
+                if !bucket.get(name).is_some_and(Value::is_string) {
+                    return Err(self.error(&format!("{field}.{name}"), "missing, or not a string"));
+                }
+            }
+            for name in ["count", "first_case_index"] {
+                if !bucket.get(name).is_some_and(Value::is_u64) {
+                    return Err(self.error(&format!("{field}.{name}"), "missing, or not a count"));
+                }
+            }
+            out.push(bucket);
+        }
+        Ok(out)
+    }
+}
+
+/// A value from a file, quoted for a message: one line, escaped, at most `max` characters.
+fn quoted(value: &str, max: usize) -> String {
+    let escaped = text::line(value);
+    let total = escaped.chars().count();
+    if total <= max {
+        format!("`{escaped}`")
+    } else {
+        let kept: String = escaped.chars().take(max).collect();
+        format!("`{kept}…` ({total} characters)")
+    }
+}
+
+/// The merged report of the shard reports at `paths` (at least one), or why they cannot be
+/// merged, naming the file.
+pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
+    let shards: Vec<ShardReport> = paths
+        .iter()
+        .map(|p| ShardReport::read(p))
+        .collect::<Result<_, _>>()?;
+    let Some(first) = shards.first() else {
+        return Err("no reports to merge".to_string());
+    };
+    let (_, count) = first.shard()?;
+    let mut seen: BTreeMap<u64, &str> = BTreeMap::new();
+    for shard in &shards {
+        same(first, shard, "seed")?;
+        same(first, shard, "suite")?;
+        same(first, shard, "backend")?;
+        let (index, n) = shard.shard()?;
+        if n != count {
+            return Err(shard.error(
+                "shard",
+                &format!("{index}/{n}, but {} is a shard of {count}", first.file),
+            ));
+        }
+        if let Some(other) = seen.insert(index, &shard.file) {
+            return Err(shard.error(
+                "shard",
+                &format!("shard {index}/{n} again (also in {other}): its hits would count twice"),
+            ));
+        }
+    }
+    let sum = |field: &str| -> Result<u64, String> {
+        shards
+            .iter()
+            .map(|s| s.number(field))
+            .sum::<Result<u64, _>>()
+    };
+    let mut levels: BTreeMap<String, u64> = BTreeMap::new();
+    for shard in &shards {
+        if let Some(Value::Object(map)) = shard.report.get("feature_levels") {
+            for (level, n) in map {
+                *levels.entry(level.clone()).or_default() += n.as_u64().unwrap_or(0);
+            }
+        }
+    }
+    let buckets = merged_buckets(&shards)?;
+    let new = (buckets.iter()).filter(|b| b["status"] == "new").count();
+    let seconds = (shards.iter())
+        .filter_map(|s| s.report.get("seconds").and_then(Value::as_f64))
+        .fold(0.0, f64::max);
+    Ok(json!({
+        "backend": first.report.get("backend"),
+        "device": first.report.get("device"),
+        "suite": first.report.get("suite"),
+        "seed": first.report.get("seed"),
+        "shard": format!("{}/{count} merged", seen.len()),
+        "shards": seen.keys().map(|i| format!("{i}/{count}")).collect::<Vec<_>>(),
+        "merged_from": shards.iter().map(|s| s.file.clone()).collect::<Vec<_>>(),
+        "feature_levels": levels,
+        "cases_run": sum("cases_run")?,
+        "descriptors_run": sum("descriptors_run")?,
+        "seconds": seconds,
+        "new_findings": new,
+        "unclassified_failures": (shards.iter())
+            .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
+            .sum::<u64>(),
+        "summary": summary_line(&buckets),
+        "shard_replays": (shards.iter())
+            .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
+            .collect::<Vec<_>>(),
+        "buckets": buckets,
+    }))
+}
+
+/// Refuses reports whose `field` differs from the first's.
+fn same(first: &ShardReport, other: &ShardReport, field: &str) -> Result<(), String> {
+    let a = first.report.get(field);
+    let b = other.report.get(field);
+    if a == b {
+        return Ok(());
+    }
+    let show = |v: Option<&Value>| v.map_or("(none)".to_string(), |v| quoted(&v.to_string(), 120));
+    Err(other.error(
+        field,
+        &format!(
+            "{}, but {} has {}: reports of different campaigns cannot be merged",
+            show(b),
+            first.file,
+            show(a)
+        ),
+    ))
+}
+
+/// The buckets of every shard by signature: hits and shrinking summed, the fields of the hit
+/// with the lowest case index kept; new first, then known, then informational.
+fn merged_buckets(shards: &[ShardReport]) -> Result<Vec<Value>, String> {
+    let mut merged: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for shard in shards {
+        for bucket in shard.buckets()? {
+            let id = bucket["signature"].as_str().unwrap_or_default().to_string();
+            let Some(kept) = merged.get_mut(&id) else {
+                merged.insert(id, bucket.clone());
+                continue;
+            };
+            let index = |b: &Map<String, Value>| b["first_case_index"].as_u64().unwrap_or(0);
+            let total = |name: &str| {
+                let n = |b: &Map<String, Value>| b.get(name).and_then(Value::as_u64).unwrap_or(0);
+                n(kept) + n(bucket)
+            };
+            let (count, shrinks, checks) =
+                (total("count"), total("shrinks"), total("shrink_checks"));
+            let seconds = [&*kept, bucket]
+                .iter()
+                .filter_map(|b| b.get("shrink_seconds").and_then(Value::as_f64))
+                .sum::<f64>();
+            if index(bucket) < index(kept) {
+                *kept = bucket.clone();
+            }
+            kept.insert("count".into(), json!(count));
+            kept.insert("shrinks".into(), json!(shrinks));
+            kept.insert("shrink_checks".into(), json!(checks));
+            kept.insert("shrink_seconds".into(), json!(seconds));
+        }
+    }
+    let rank = |b: &Map<String, Value>| match b["status"].as_str() {
+        Some("new") => 0,
+        Some("known") => 1,
+        _ => 2,
+    };
+    let mut buckets: Vec<Map<String, Value>> = merged.into_values().collect();
+    buckets.sort_by_key(|b| (rank(b), b["first_case_index"].as_u64().unwrap_or(0)));
+    Ok(buckets.into_iter().map(Value::Object).collect())
+}
+
+/// The closing line, as a campaign's: `N new findings; known: NAME x COUNT, ...`.
+fn summary_line(buckets: &[Value]) -> String {
+    let new = buckets.iter().filter(|b| b["status"] == "new").count();
+    let mut line = format!("{new} new finding{}", if new == 1 { "" } else { "s" });
+    let known: Vec<String> = (buckets.iter())
+        .filter(|b| b["status"] == "known")
+        .map(|b| {
+            let name = b["known_as"].as_str().unwrap_or("?");
+            format!("{} x {}", text::line(name), b["count"])
+        })
+        .collect();
+    if !known.is_empty() {
+        line.push_str(&format!("; known: {}", known.join(", ")));
+    }
+    let info: u64 = (buckets.iter())
+        .filter(|b| b["status"] == "informational")
+        .filter_map(|b| b["count"].as_u64())
+        .sum();
+    if info > 0 {
+        line.push_str(&format!("; informational (not enforced by design): {info}"));
+    }
+    line
+}
