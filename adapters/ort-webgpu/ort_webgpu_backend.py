@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent / "onnxruntime"))
 import numpy as np  # noqa: E402
 
 import dmlcts_adapter as adapter  # noqa: E402
-import onnxruntime_backend as onnx_models  # noqa: E402
+import onnx_model as onnx_models  # noqa: E402
 
 STACK = ROOT / "target" / "directml-stack"
 DRIVERS = {
@@ -125,6 +125,7 @@ class OrtWebGpu:
         self.driver = driver
         self.sessions = []
         self.next_key = 0
+        self.float16_refusals = {}
         self.worker = Worker(driver_environment(driver))
         info, _ = self.worker.ask({"type": "info"})
         self.info = info
@@ -148,17 +149,50 @@ class OrtWebGpu:
         while len(self.sessions) > LIVE_SESSIONS:
             self.release(self.sessions[0])
         if any(t["data_type"] == "FLOAT16" for t in inputs):
-            # The provider checks shader-f16 only when it generates the shader, at the
-            # first run: a run on zeros tells whether this device can hold the type.
-            try:
-                self.run(program, [np.zeros(t["sizes"], adapter.dtype(t)) for t in inputs])
-            except RuntimeError as e:
-                if NO_SHADER_F16 in str(e):
-                    self.release(program)
-                    raise adapter.Unsupported(
-                        f"the Vulkan device has no shader-f16, which ONNX Runtime's WebGPU "
-                        f"provider needs for FLOAT16: {str(e)[:300]}") from None
+            refusal = self.float16_refusal(operator)
+            if refusal is not None:
+                self.release(program)
+                raise adapter.Unsupported(refusal)
         return program
+
+    def float16_refusal(self, operator):
+        """Why this device cannot run the operator's kind on FLOAT16, or None. The provider
+        checks shader-f16 only when it generates the shader, at the first run, so a run of a
+        two-element model of the same kind tells (once per kind): running the case's own
+        model on zeros would allocate its whole input (8 GiB for the corpus's largest)."""
+        kind = next(iter(operator))
+        if kind not in self.float16_refusals:
+            self.float16_refusals[kind] = None
+            half = {"data_type": "FLOAT16", "strides": None, "total_tensor_size_in_bytes": 4}
+            one = dict(half, sizes=[1], total_tensor_size_in_bytes=2)
+            two = dict(half, sizes=[2])
+            tiny = {
+                "split": {"axis": 0, "input": two, "outputs": [one, one]},
+                "join": {"axis": 0, "inputs": [one, one], "output": two},
+                "slice1": {"dimension_count": 1, "input_window_offsets": [0],
+                           "input_window_sizes": [2], "input_window_strides": [1],
+                           "input": two, "output": two},
+            }[kind]
+            model, names = onnx_models.model({kind: tiny})
+            _, _, inputs, _ = adapter.tensors({kind: tiny})
+            self.next_key += 1
+            probe = (self.next_key, names, inputs)
+            reply, _ = self.worker.ask({"type": "session", "id": probe[0]},
+                                       [model.SerializeToString()])
+            if reply["type"] != "ok":
+                raise RuntimeError(f"onnxruntime-webgpu: the FLOAT16 probe's session failed: "
+                                   f"{' '.join(str(reply.get('message')).split())[:300]}")
+            try:
+                self.run(probe, [np.zeros(t["sizes"], adapter.dtype(t)) for t in inputs])
+            except RuntimeError as e:
+                if NO_SHADER_F16 not in str(e):
+                    raise
+                self.float16_refusals[kind] = (
+                    f"the Vulkan device has no shader-f16, which ONNX Runtime's WebGPU "
+                    f"provider needs for FLOAT16: {str(e)[:300]}")
+            finally:
+                self.worker.ask({"type": "release", "id": probe[0]})
+        return self.float16_refusals[kind]
 
     def run(self, program, arrays):
         key, names, inputs = program

@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 import dmlcts_adapter as adapter  # noqa: E402
 import test_adapters  # noqa: E402
 
-test_adapters.SERVERS["ort-webgpu"] = HERE / "ort_webgpu_backend.py"
+test_adapters.SERVERS["ort-webgpu"] = (HERE / "ort_webgpu_backend.py",)
 
 UINT8_CONCAT = {"join": {"axis": 0, "inputs": [test_adapters.tensor("UINT8", [2]),
                                                test_adapters.tensor("UINT8", [3])],
@@ -40,6 +40,18 @@ class OrtWebGpuServer(test_adapters.ServerTests, unittest.TestCase):
         reply = self.server.ask({"type": "compile", "id": 30, "operator": operator})[0]
         self.assertEqual(reply["type"], "unsupported", reply)
         self.assertIn("shader-f16", reply["reason"])
+
+    def test_float16_is_refused_without_allocating_the_cases_tensors(self):
+        # The corpus's 2^32-element FLOAT16 Split (8 GiB): the shader-f16 probe runs a
+        # two-element model, never the case's own on zeros of its whole size.
+        big = test_adapters.tensor("FLOAT16", [16, 16, 256, 65536])
+        operator = {"split": {"axis": 1, "input": big,
+                              "outputs": [test_adapters.tensor("FLOAT16", [16, 15, 256, 65536]),
+                                          test_adapters.tensor("FLOAT16", [16, 1, 256, 65536])]}}
+        reply = self.server.ask({"type": "compile", "id": 32, "operator": operator})[0]
+        self.assertEqual(reply["type"], "unsupported", reply)
+        self.assertIn("shader-f16", reply["reason"])
+        self.assertIn("Program Split requires f16", reply["reason"])
 
     def test_a_reversal_through_index_0_reads_every_element(self):
         # The provider has no INT32 Slice kernel: FLOAT32 here (a whole reversal is one of the
