@@ -6,7 +6,7 @@
 use crate::check::Mix;
 use crate::options::CampaignOptions;
 pub use dmlcts_harness::run::replay::{
-    LibtestTarget, Replay, ReplayRecipe, dmlcts_env, shell_word,
+    LibtestTarget, Replay, ReplayRecipe, dmlcts_env, shell_word, this_program,
 };
 
 /// The command that runs the case saved in `file` (named `name`) alone again, the way the
@@ -113,13 +113,6 @@ fn in_process_case_replay(options: &CampaignOptions, name: &str, file: &str) -> 
         None => Replay::new([this_program().as_str(), name, "--exact"]),
     }
     .with_env(env)
-}
-
-/// This process's program, as a path.
-fn this_program() -> String {
-    std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "TEST-BINARY".to_string())
 }
 
 /// What saved headers and descriptions say ran the campaign: `dmlcts fuzz`, `cargo xtask

@@ -127,6 +127,13 @@ pub const PREDICATES: &[Predicate] = &[
                   (docs/findings/litert-xnnpack-concatenation-rank-7-8.yaml)",
         holds: join_float_rank_7_or_8,
     },
+    Predicate {
+        name: "tensor.output_overlap_without_zero_stride",
+        description: "an output whose strides give two coordinates one address with no 0 stride \
+                  on a dimension above size 1 (DirectML's partial check: \
+                  docs/findings/directml-output-addresses-overlap-accepted.yaml)",
+        holds: output_overlap_without_zero_stride,
+    },
 ];
 
 pub fn predicate(name: &str) -> Option<&'static Predicate> {
@@ -206,6 +213,20 @@ fn join_float_rank_7_or_8(op: &OperatorDesc) -> bool {
     use dmlcts_tensor::DataType::{Float16, Float32};
     matches!(op, OperatorDesc::Join(join) if matches!(join.output_tensor.sizes.len(), 7 | 8))
         && all_tensors(op).any(|t| matches!(t.data_type, Float16 | Float32))
+}
+
+/// An output that breaks tensor.output_addresses_distinct through its strides' spans (rows,
+/// inner strides), not through a 0 stride, which DirectML does reject. The oracle's own
+/// search decides the sharing.
+fn output_overlap_without_zero_stride(op: &OperatorDesc) -> bool {
+    op.outputs().into_iter().any(|(_, t)| {
+        let Some(strides) = t.strides.as_deref() else {
+            return false;
+        };
+        strides.len() == t.sizes.len()
+            && !(t.sizes.iter().zip(strides)).any(|(&size, &stride)| size > 1 && stride == 0)
+            && dmlcts_oracle::overlap::shared_address(&t.sizes, strides).is_some()
+    })
 }
 
 /// Whether an entry keyed by backend, device text and versions applies to this backend.
@@ -449,6 +470,27 @@ mod tests {
         assert!(int_min(&slice(&[1, 2, 4], &[i32::MIN, 1, 1])));
         assert!(!int_min(&slice(&[1, 2, 4], &[-i32::MAX, 1, 1])));
         assert!(!int_min(&join(DataType::Float32, 7)));
+    }
+
+    #[test]
+    fn the_overlap_predicate_holds_for_spans_that_meet_not_for_zero_strides_or_distinct_outputs() {
+        let holds = predicate("tensor.output_overlap_without_zero_stride")
+            .unwrap()
+            .holds;
+        let split = |sizes: &[u32], strides: Option<&[u32]>| {
+            OperatorDesc::Split(dmlcts_tensor::SplitDesc {
+                input_tensor: TensorDesc::packed(DataType::Uint32, sizes),
+                output_tensors: vec![TensorDesc::strided(DataType::Uint32, sizes, strides)],
+                axis: 0,
+            })
+        };
+        // The campaign's find on DirectML 1.15.4: [0, 0, 1, 1] and [0, 1, 0, 0] share element 6.
+        assert!(holds(&split(&[3, 2, 2, 2], Some(&[40, 6, 4, 2]))));
+        // A 0 stride on a dimension of size 2 (DirectML rejects it): not this predicate.
+        assert!(!holds(&split(&[3, 2, 2, 2], Some(&[40, 0, 4, 2]))));
+        // Distinct, padded, packed.
+        assert!(!holds(&split(&[3, 2, 2, 2], Some(&[40, 16, 8, 2]))));
+        assert!(!holds(&split(&[3, 2, 2, 2], None)));
     }
 
     #[test]

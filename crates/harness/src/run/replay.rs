@@ -140,6 +140,13 @@ impl LibtestTarget {
     }
 }
 
+/// This process's program as a path (a test binary where cargo did not start it).
+pub fn this_program() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "TEST-BINARY".to_string())
+}
+
 /// `corpus-0123456789abcdef` -> `corpus`: cargo appends a 16-hex-digit hash to a test binary.
 fn test_target_of(stem: &str) -> &str {
     match stem.rsplit_once('-') {
@@ -154,12 +161,9 @@ impl ReplayRecipe {
     /// The recipe of a libtest target in this process: the `cargo test` command that reruns a
     /// case in the crate it runs in, with this process's `DMLCTS_*` settings.
     pub fn libtest(target: Option<LibtestTarget>) -> ReplayRecipe {
-        let program = std::env::current_exe()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|_| "TEST-BINARY".to_string());
         ReplayRecipe::Libtest {
             target: target.or_else(LibtestTarget::of_this_process),
-            program,
+            program: this_program(),
             env: dmlcts_env(),
         }
     }
