@@ -21,6 +21,12 @@ off, so FLOAT64 and the 64-bit integers reach the code generators as they are. S
 TotalTensorSizeInBytes never reach IREE: the shared glue (adapters/python/dmlcts_adapter.py)
 gathers each strided input into a packed array and scatters each packed output.
 
+DMLCTS_IREE_MODULE_CACHE=DIR keeps each compiled module (and each compiler refusal) in DIR,
+filed by the SHA-256 of the compiler's version, its flags and the module's text, so a rerun of
+the corpus compiles nothing it compiled before; the runtime still runs every case. CI sets it
+(the corpus on three IREE targets compiles about 2,200 modules, 35 minutes of the 2-core
+machine, and a few seconds once kept).
+
 `--driver` picks the Vulkan driver by its ICD file (the loader reads VK_ICD_FILENAMES when
 IREE's Vulkan driver starts), so the device text names the driver that ran each case:
 
@@ -34,9 +40,11 @@ IREE's Vulkan driver starts), so the device text names the driver that ran each 
 """
 
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
@@ -81,6 +89,56 @@ HAL_TYPES = {
 
 # Keep every type as the descriptor gives it.
 COMMON_FLAGS = ["--iree-input-demote-f64-to-f32=false", "--iree-input-demote-i64-to-i32=false"]
+
+
+# DMLCTS_IREE_MODULE_CACHE: a folder that keeps what IREE's compiler made of each module across
+# runs (CI keeps one under ~/.cache; unset, nothing is kept). A module is filed under the
+# SHA-256 of the compiler's version, its flags and the module's text, so a new compiler or
+# target never reads an old module; the runtime still runs every case. `*.vmfb` is a compiled
+# module, `*.refused` the compiler's refusal as the harness is told it.
+MODULE_CACHE_VARIABLE = "DMLCTS_IREE_MODULE_CACHE"
+# A cached file larger than this is not read (a compiled module here is a few kilobytes).
+MODULE_CACHE_FILE_LIMIT = 64 << 20
+
+
+class ModuleCache:
+    """Compiled modules and compiler refusals kept as files, written whole (a temporary file
+    renamed into place), so a run that dies mid-write leaves no half module behind."""
+
+    def __init__(self, folder, compiler_version, flags):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.stamp = "\0".join([f"iree-base-compiler {compiler_version}", *flags]) + "\0"
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, text):
+        return hashlib.sha256((self.stamp + text).encode()).hexdigest()
+
+    def read(self, key):
+        """(`vmfb` bytes or None, refusal text or None); both None when nothing is kept."""
+        for suffix in (".vmfb", ".refused"):
+            path = self.folder / (key + suffix)
+            try:
+                if not path.is_file() or path.is_symlink() or path.stat().st_size > MODULE_CACHE_FILE_LIMIT:
+                    continue
+                data = path.read_bytes()
+            except OSError:
+                continue
+            self.hits += 1
+            if suffix == ".vmfb":
+                return data, None
+            return None, data.decode("utf-8", "replace")
+        self.misses += 1
+        return None, None
+
+    def write(self, key, suffix, data):
+        try:
+            with tempfile.NamedTemporaryFile(dir=self.folder, prefix=".tmp-", delete=False) as f:
+                f.write(data)
+            os.replace(f.name, self.folder / (key + suffix))
+        except OSError:
+            pass  # a cache that cannot be written is only slower
 
 
 def tensor_type(t):
@@ -181,6 +239,34 @@ class Iree:
                 self.flags.append(f"--iree-vulkan-target-features={features}")
             self.config = self.rt.Config("vulkan")
         self.device = self.config.device
+        folder = os.environ.get(MODULE_CACHE_VARIABLE, "")
+        if folder:
+            from importlib.metadata import version
+            self.modules = ModuleCache(folder, version("iree-base-compiler"), self.flags)
+        else:
+            self.modules = None
+
+    def compile_module(self, text, use_cache=True):
+        """The compiled module's bytes, from the cache where it holds them."""
+        key = self.modules.key(text) if self.modules else None
+        if key and use_cache:
+            vmfb, refusal = self.modules.read(key)
+            if refusal is not None:
+                raise adapter.Rejected(refusal)
+            if vmfb is not None:
+                return vmfb
+        try:
+            vmfb = self.compiler.compile_str(text, extra_args=self.flags)
+        except Exception as e:  # the compiler's refusal (its diagnostics are the reason)
+            rejection = adapter.framework_rejection("iree", e)
+            # Only the compiler's own diagnostics are kept: a tool killed or out of memory
+            # may do better next time.
+            if key and type(e).__name__ == "CompilerToolError":
+                self.modules.write(key, ".refused", rejection.reason.encode())
+            raise rejection from None
+        if key:
+            self.modules.write(key, ".vmfb", vmfb)
+        return vmfb
 
     def compile(self, operator):
         _, _, inputs, outputs = adapter.tensors(operator)
@@ -190,12 +276,19 @@ class Iree:
                 raise adapter.Unsupported(cannot_hold[t["data_type"]])
         text = module_text(operator)
         try:
-            vmfb = self.compiler.compile_str(text, extra_args=self.flags)
-        except Exception as e:  # the compiler's refusal (its diagnostics are the reason)
-            raise adapter.framework_rejection("iree", e) from None
+            return self.load(self.compile_module(text)), inputs, outputs
+        except adapter.Rejected:
+            raise
+        except Exception:
+            if not self.modules:
+                raise
+            # A kept module the runtime cannot load (a damaged file): compile it again.
+            return self.load(self.compile_module(text, use_cache=False)), inputs, outputs
+
+    def load(self, vmfb):
         context = self.rt.SystemContext(config=self.config)
         context.add_vm_module(self.rt.VmModule.copy_buffer(context.instance, vmfb))
-        return context.modules.module.main, inputs, outputs
+        return context.modules.module.main
 
     def upload(self, t, array):
         return self.device.allocator.allocate_buffer_copy(

@@ -4,8 +4,10 @@ StableHLO they write, and what each Vulkan driver cannot hold.
     python3 -m unittest discover -s adapters/iree -p 'test_*.py'
 """
 
+import os
 import subprocess
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -65,6 +67,71 @@ class Translation(unittest.TestCase):
         operator = {"join": {"axis": 0, "inputs": [test_adapters.tensor("UINT16", [1])] * 2,
                              "output": test_adapters.tensor("UINT16", [2])}}
         self.assertIn("tensor<2xui16>", iree_backend.module_text(operator))
+
+
+class ModuleCache(unittest.TestCase):
+    """DMLCTS_IREE_MODULE_CACHE: a rerun compiles nothing it compiled before, and what it reads
+    back is what the compiler said."""
+
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+        os.environ[iree_backend.MODULE_CACHE_VARIABLE] = self.folder.name
+        self.addCleanup(os.environ.pop, iree_backend.MODULE_CACHE_VARIABLE)
+        self.addCleanup(self.folder.cleanup)
+        self.iree = iree_backend.Iree("llvm-cpu", None)
+        self.compiles = 0
+        real = self.iree.compiler.compile_str
+
+        def counted(*args, **kwargs):
+            self.compiles += 1
+            return real(*args, **kwargs)
+        self.iree.compiler = type("Compiler", (), {"compile_str": staticmethod(counted)})
+
+    def files(self, suffix):
+        return sorted(p for p in Path(self.folder.name).iterdir() if p.suffix == suffix)
+
+    def test_a_module_compiled_once_runs_again_from_the_cache_with_the_same_values(self):
+        operator = test_adapters.slice1([1], [3], [-2], [6], [2])
+        arrays = [iree_backend.np.arange(6, dtype=iree_backend.np.int32)]
+        first = self.iree.run(self.iree.compile(operator), arrays)
+        second = self.iree.run(self.iree.compile(operator), arrays)
+        self.assertEqual(self.compiles, 1)
+        self.assertEqual((self.iree.modules.hits, self.iree.modules.misses), (1, 1))
+        self.assertEqual([a.tolist() for a in first], [[3, 1]])
+        self.assertEqual([a.tolist() for a in second], [[3, 1]])
+        self.assertEqual(len(self.files(".vmfb")), 1)
+
+    def test_a_compiler_refusal_is_kept_with_its_reason(self):
+        operator = test_adapters.slice1([0], [2], [-1], [2], [2])
+        operator["slice1"]["input"] = test_adapters.tensor("UINT8", [2])
+        operator["slice1"]["output"] = test_adapters.tensor("UINT8", [2])
+        reasons = []
+        for _ in range(2):
+            with self.assertRaises(iree_backend.adapter.Rejected) as refused:
+                self.iree.compile(operator)
+            reasons.append(refused.exception.reason)
+        self.assertEqual(self.compiles, 1)
+        self.assertEqual(reasons[0], reasons[1])
+        self.assertIn("failed to legalize operation 'linalg.generic'", reasons[0])
+        self.assertEqual(len(self.files(".refused")), 1)
+
+    def test_a_damaged_module_is_compiled_again(self):
+        operator = test_adapters.slice1([0], [2], [1], [2], [2])
+        self.iree.compile(operator)
+        [kept] = self.files(".vmfb")
+        kept.write_bytes(b"not a module")
+        arrays = [iree_backend.np.array([7, 9], dtype=iree_backend.np.int32)]
+        self.assertEqual([a.tolist() for a in self.iree.run(self.iree.compile(operator), arrays)],
+                         [[7, 9]])
+        self.assertEqual(self.compiles, 2)
+        self.assertNotEqual(kept.read_bytes(), b"not a module")
+
+    def test_another_target_or_compiler_version_never_reads_a_kept_module(self):
+        text = iree_backend.module_text(test_adapters.slice1([0], [2], [1], [2], [2]))
+        cpu = iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--a"])
+        self.assertNotEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--b"]).key(text))
+        self.assertNotEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.14.0", ["--a"]).key(text))
+        self.assertEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--a"]).key(text))
 
 
 @unittest.skipUnless(Path(iree_backend.DRIVERS["swiftshader"]["icd"]).is_file(),

@@ -208,6 +208,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
         outcome.descriptor_rate(),
         outcome.jobs
     );
+    print_skip_reasons(&outcome);
     print_buckets(&outcome);
     crate::say!("\nfuzz: {}", outcome.summary_line());
     if let Some(out) = &options.out_dir {
@@ -231,7 +232,36 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
         crate::say_err!("error: --json {}: {e}", path.display());
         return 2;
     }
+    if outcome.skipped_everything() {
+        crate::say_err!(
+            "fuzz: FAILED: the backend could run none of the {} descriptors (each was \
+             unsupported), so nothing was checked",
+            outcome.descriptors_run
+        );
+        return 1;
+    }
     i32::from(outcome.new_buckets().next().is_some())
+}
+
+/// The descriptors the backend could not run, by reason (the backend's text, escaped).
+fn print_skip_reasons(outcome: &dmlcts_fuzz::CampaignOutcome) {
+    if outcome.skipped == 0 {
+        return;
+    }
+    crate::say!(
+        "fuzz: {} of {} descriptors skipped (the backend cannot run them), by reason:",
+        outcome.skipped,
+        outcome.descriptors_run
+    );
+    for (reason, n) in outcome.skip_reasons.iter().take(12) {
+        crate::say!("  {n:5}  {}", text::line(reason));
+    }
+    if outcome.skip_reasons.len() > 12 {
+        crate::say!(
+            "  ... and {} more (see --json)",
+            crate::out::count(outcome.skip_reasons.len() - 12, "reason", "reasons")
+        );
+    }
 }
 
 /// The campaign's options from the command line (the backend's device, the replay settings

@@ -227,3 +227,52 @@ fn a_libtest_run_where_every_case_is_unsupported_at_run_time_fails() {
         )
     );
 }
+
+#[derive(Parser)]
+struct FuzzWords {
+    #[command(flatten)]
+    args: dmlcts_cli::fuzz::FuzzArgs,
+}
+
+fn fuzz(backend: fn() -> Box<dyn Backend>, out: &std::path::Path) -> i32 {
+    let host = dmlcts_cli::Host {
+        program: "dmlcts",
+        default_backends_file: std::path::PathBuf::from("backends.yaml"),
+        default_fuzz_out: out.to_path_buf(),
+        directml: |_| None,
+        directml_names: Vec::new,
+        directml_ready: Vec::new,
+    };
+    let out = out.display().to_string();
+    let words = [
+        "fuzz",
+        "--backend",
+        "planted",
+        "--cases",
+        "40",
+        "--seed",
+        "3",
+        "--out",
+        &out,
+    ];
+    let args = FuzzWords::parse_from(words).args;
+    dmlcts_cli::fuzz::fuzz_with(&args, &host, &move |_| {
+        Ok(Resolved::single(Arc::from(backend())))
+    })
+}
+
+#[test]
+fn a_fuzz_campaign_where_the_backend_can_run_no_descriptor_fails() {
+    let out = std::env::temp_dir().join(format!("dmlcts-skipped-fuzz-{}", std::process::id()));
+    let every_kind = || {
+        unsupported_for(&[
+            OperatorKind::Split,
+            OperatorKind::Join,
+            OperatorKind::Slice1,
+        ])
+    };
+    assert_eq!(fuzz(every_kind, &out.join("all")), 1);
+    let joins_only = || unsupported_for(&[OperatorKind::Join]);
+    assert_eq!(fuzz(joins_only, &out.join("some")), 0);
+    let _ = std::fs::remove_dir_all(&out);
+}

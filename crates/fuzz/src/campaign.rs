@@ -23,11 +23,13 @@
 use crate::bucketing::Bucketing;
 use crate::cases::{Plan, Recipe, case_strategy_at, data_seeds};
 use crate::check::{Checked, checked};
+use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
 use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -49,6 +51,8 @@ struct Campaign<'a> {
     descriptors_run: AtomicU64,
     /// Descriptors run at each of `levels`.
     per_level: Vec<AtomicU64>,
+    /// Descriptors the backend could not run, by reason.
+    skipped: Mutex<SkipReasons>,
     started: Instant,
 }
 
@@ -86,6 +90,11 @@ impl Campaign<'_> {
                 Ok(info @ Checked::Informational { .. }) => {
                     self.bucketing.informational(device, index, case, info)
                 }
+                Ok(Checked::Skipped { reason }) => self
+                    .skipped
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .add(&reason),
                 Ok(Checked::Passed) => {}
             }
         }
@@ -210,6 +219,7 @@ pub fn run_campaign_announcing(
         descriptors_run: AtomicU64::new(0),
         per_level: levels.iter().map(|_| AtomicU64::new(0)).collect(),
         levels,
+        skipped: Mutex::new(SkipReasons::default()),
         started: Instant::now(),
     };
     let running = AtomicUsize::new(jobs.len());
@@ -263,7 +273,10 @@ pub fn run_campaign_announcing(
     let per_level: Vec<(FeatureLevel, u64)> = (campaign.levels.iter().copied())
         .zip(campaign.per_level.iter().map(|n| n.load(Ordering::Relaxed)))
         .collect();
+    let skipped = (campaign.skipped.into_inner()).unwrap_or_else(|e| e.into_inner());
     CampaignOutcome {
+        skipped: skipped.total,
+        skip_reasons: skipped.by_count(),
         cases_run: campaign.cases_run.load(Ordering::Relaxed),
         descriptors_run: campaign.descriptors_run.load(Ordering::Relaxed),
         levels: per_level,

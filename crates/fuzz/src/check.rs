@@ -38,8 +38,10 @@ pub struct CheckFailure {
 /// A check that did not fail.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Checked {
-    /// Passed, or skipped with a reason.
+    /// Passed.
     Passed,
+    /// Not run: the backend cannot run the descriptor (`unsupported`), for this reason.
+    Skipped { reason: String },
     /// A must-reject case the backend accepted, breaking only rules it does not enforce (its
     /// validation profile, or the expectations file's `not_enforced`): `rule` is the first.
     Informational { rule: String, report: String },
@@ -110,6 +112,10 @@ pub fn check_case_data_sets(
             result.name, result.reason, result.details
         );
         return (Ok(Checked::Informational { rule, report }), checked);
+    }
+    if result.status == Status::Skipped {
+        let reason = result.reason.clone();
+        return (Ok(Checked::Skipped { reason }), checked);
     }
     if result.status != Status::Passed || case.expect != Expectation::Accept {
         return (Ok(Checked::Passed), checked);

@@ -195,6 +195,9 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
         "descriptors_run": sum("descriptors_run")?,
         "seconds": seconds,
         "new_findings": new,
+        "skipped_descriptors": (shards.iter())
+            .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
+            .sum::<u64>(),
         "unclassified_failures": (shards.iter())
             .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
             .sum::<u64>(),

@@ -62,10 +62,53 @@ pub struct Bucket {
     pub shrink_checks: u64,
 }
 
+/// The descriptors a backend could not run (`unsupported`), counted by reason. A reason is
+/// the backend's text, so at most `SkipReasons::KINDS` distinct ones are kept, each cut to
+/// `SkipReasons::REASON_CHARS` characters; the rest count under `OTHER_REASONS`.
+#[derive(Clone, Debug, Default)]
+pub struct SkipReasons {
+    pub total: u64,
+    counts: Vec<(String, u64)>,
+}
+
+/// Where the reasons past `SkipReasons::KINDS` are counted.
+pub const OTHER_REASONS: &str = "(other reasons)";
+
+impl SkipReasons {
+    pub const KINDS: usize = 32;
+    pub const REASON_CHARS: usize = 300;
+
+    pub fn add(&mut self, reason: &str) {
+        self.total += 1;
+        let reason: String = reason.chars().take(Self::REASON_CHARS).collect();
+        let reason =
+            if self.counts.iter().any(|(r, _)| *r == reason) || self.counts.len() < Self::KINDS {
+                reason
+            } else {
+                OTHER_REASONS.to_string()
+            };
+        match self.counts.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.counts.push((reason, 1)),
+        }
+    }
+
+    /// Most frequent first (ties by reason).
+    pub fn by_count(&self) -> Vec<(String, u64)> {
+        let mut counts = self.counts.clone();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        counts
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct CampaignOutcome {
     /// Cases checked: each data set of a descriptor is one.
     pub cases_run: u64,
+    /// Descriptors the backend could not run (`unsupported`): generated, never checked.
+    pub skipped: u64,
+    /// Their reasons, most frequent first (`SkipReasons`).
+    pub skip_reasons: Vec<(String, u64)>,
     /// Descriptors generated (case indices run), each compiled once.
     pub descriptors_run: u64,
     /// How many descriptors were judged at each level.
@@ -92,6 +135,12 @@ impl CampaignOutcome {
     /// Time spent shrinking, all buckets together.
     pub fn shrink_time(&self) -> Duration {
         self.buckets.iter().map(|b| b.shrink_time).sum()
+    }
+
+    /// A campaign in which the backend ran none of its descriptors checked nothing: a failure,
+    /// as a conformance run that skipped every case is.
+    pub fn skipped_everything(&self) -> bool {
+        self.descriptors_run > 0 && self.skipped >= self.descriptors_run
     }
 
     pub fn new_buckets(&self) -> impl Iterator<Item = &Bucket> {
@@ -123,6 +172,12 @@ impl CampaignOutcome {
             .sum();
         if info > 0 {
             line.push_str(&format!("; informational (not enforced by design): {info}"));
+        }
+        if self.skipped > 0 {
+            line.push_str(&format!(
+                "; skipped (the backend cannot run them): {} of {} descriptors",
+                self.skipped, self.descriptors_run
+            ));
         }
         if self.unclassified > 0 {
             line.push_str(&format!(

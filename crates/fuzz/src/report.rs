@@ -66,6 +66,10 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
         "descriptors_per_second": outcome.descriptor_rate(),
         "shrink_seconds": outcome.shrink_time().as_secs_f64(),
         "new_findings": outcome.new_buckets().count(),
+        "skipped_descriptors": outcome.skipped,
+        "skip_reasons": (outcome.skip_reasons.iter())
+            .map(|(reason, count)| serde_json::json!({"reason": reason, "count": count}))
+            .collect::<Vec<_>>(),
         "unclassified_failures": outcome.unclassified,
         "summary": outcome.summary_line(),
         "replay": command,

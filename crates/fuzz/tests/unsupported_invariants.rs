@@ -49,3 +49,62 @@ fn invariants_whose_derived_descriptor_is_unsupported_are_unchecked_never_failed
         assert!(new.is_empty(), "{op}: {new:#?}");
     }
 }
+
+/// The CPU backend at 4_1 that can run nothing.
+struct RunsNothing;
+
+impl Backend for RunsNothing {
+    fn name(&self) -> String {
+        "runs-nothing".into()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        FeatureLevel::L4_1
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        Err(CompileError::Unsupported(format!("no {} here", op.kind())))
+    }
+}
+
+#[test]
+fn descriptors_the_backend_cannot_run_are_counted_as_skipped_with_their_reasons_never_as_checked() {
+    let backend = NoReverseNoJoin(CpuBackend::new());
+    let mut options = CampaignOptions::new("no-reverse-no-join", 5);
+    options.cases = Some(300);
+    options.mix = Mix::ValidOnly;
+    let outcome = run_campaign(&[&backend], &options, |_| {});
+    let joins = outcome
+        .skip_reasons
+        .iter()
+        .find(|(reason, _)| reason.contains("no joins here"))
+        .map(|(_, n)| *n);
+    assert!(joins.is_some_and(|n| n > 0), "{:?}", outcome.skip_reasons);
+    let by_reason: u64 = outcome.skip_reasons.iter().map(|(_, n)| n).sum();
+    assert_eq!(by_reason, outcome.skipped);
+    assert!(outcome.skipped < outcome.descriptors_run);
+    assert!(!outcome.skipped_everything());
+    assert!(
+        outcome.summary_line().contains(&format!(
+            "skipped (the backend cannot run them): {} of 300 descriptors",
+            outcome.skipped
+        )),
+        "{}",
+        outcome.summary_line()
+    );
+}
+
+#[test]
+fn a_campaign_on_a_backend_that_runs_nothing_skipped_everything() {
+    let mut options = CampaignOptions::new("runs-nothing", 5);
+    options.cases = Some(50);
+    let outcome = run_campaign(&[&RunsNothing], &options, |_| {});
+    assert_eq!(outcome.descriptors_run, 50);
+    assert_eq!(outcome.skipped, 50);
+    assert!(outcome.skipped_everything());
+    assert_eq!(outcome.new_buckets().count(), 0);
+    let kinds: Vec<&str> = outcome
+        .skip_reasons
+        .iter()
+        .map(|(r, _)| r.as_str())
+        .collect();
+    assert!(kinds.iter().all(|r| r.contains(" here")), "{kinds:?}");
+}

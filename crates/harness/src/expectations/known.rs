@@ -134,6 +134,18 @@ pub const PREDICATES: &[Predicate] = &[
                   docs/findings/directml-output-addresses-overlap-accepted.yaml)",
         holds: output_overlap_without_zero_stride,
     },
+    Predicate {
+        name: "join.one_input_outermost_size_1",
+        description: "a Join of one input whose outermost size is 1 \
+                  (docs/findings/litert-gpu-one-input-concatenation-outer-size-1-zeros.yaml)",
+        holds: join_one_input_outermost_size_1,
+    },
+    Predicate {
+        name: "slice1.no_dimensions",
+        description: "a Slice1 whose input has no dimensions \
+                  (docs/findings/litert-gpu-rank-0-strided-slice-crashes.yaml)",
+        holds: slice1_no_dimensions,
+    },
 ];
 
 pub fn predicate(name: &str) -> Option<&'static Predicate> {
@@ -213,6 +225,15 @@ fn join_float_rank_7_or_8(op: &OperatorDesc) -> bool {
     use dmlcts_tensor::DataType::{Float16, Float32};
     matches!(op, OperatorDesc::Join(join) if matches!(join.output_tensor.sizes.len(), 7 | 8))
         && all_tensors(op).any(|t| matches!(t.data_type, Float16 | Float32))
+}
+
+fn join_one_input_outermost_size_1(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Join(join)
+        if join.input_tensors.len() == 1 && join.input_tensors[0].sizes.first() == Some(&1))
+}
+
+fn slice1_no_dimensions(op: &OperatorDesc) -> bool {
+    matches!(op, OperatorDesc::Slice1(slice) if slice.input_tensor.sizes.is_empty())
 }
 
 /// An output that breaks tensor.output_addresses_distinct through its strides' spans (rows,
@@ -507,5 +528,44 @@ mod tests {
             input_window_strides: vec![1, 1, -1],
         });
         assert!(holds(&op));
+    }
+
+    #[test]
+    fn the_one_input_join_predicate_holds_for_one_input_of_outermost_size_1_only() {
+        let holds = predicate("join.one_input_outermost_size_1").unwrap().holds;
+        let join = |inputs: &[&[u32]], output: &[u32]| {
+            OperatorDesc::Join(JoinDesc {
+                input_tensors: inputs
+                    .iter()
+                    .map(|sizes| TensorDesc::packed(DataType::Float32, sizes))
+                    .collect(),
+                output_tensor: TensorDesc::packed(DataType::Float32, output),
+                axis: 0,
+            })
+        };
+        // The finding's sizes: [1], [1, 4] and [1, 1, 37, 41] give zeros; [4], [2, 4] and two
+        // inputs are exact.
+        assert!(holds(&join(&[&[1]], &[1])));
+        assert!(holds(&join(&[&[1, 4]], &[1, 4])));
+        assert!(holds(&join(&[&[1, 1, 37, 41]], &[1, 1, 37, 41])));
+        assert!(!holds(&join(&[&[4]], &[4])));
+        assert!(!holds(&join(&[&[2, 4]], &[2, 4])));
+        assert!(!holds(&join(&[&[1, 4], &[1, 4]], &[2, 4])));
+        assert!(!holds(&slice(&[3, 2, 4], &[1, 1, 1])));
+    }
+
+    #[test]
+    fn the_no_dimensions_predicate_holds_for_a_slice1_without_dimensions_only() {
+        let holds = predicate("slice1.no_dimensions").unwrap().holds;
+        let rank_0 = OperatorDesc::Slice1(Slice1Desc {
+            input_tensor: TensorDesc::packed(DataType::Float32, &[]),
+            output_tensor: TensorDesc::packed(DataType::Float32, &[]),
+            dimension_count: 0,
+            input_window_offsets: vec![],
+            input_window_sizes: vec![],
+            input_window_strides: vec![],
+        });
+        assert!(holds(&rank_0));
+        assert!(!holds(&slice(&[3, 2, 4], &[1, 1, 1])));
     }
 }
