@@ -49,6 +49,12 @@ def exec_with_driver(driver):
     os.execve(sys.executable, [sys.executable, __file__, "--driver", driver], environment)
 
 
+# Compiled models kept for reuse (the shared cache's default is 256). Each holds its GPU
+# buffers: on Mesa 25's lavapipe, with 256 kept, reading back the corpus's two largest Split
+# outputs failed after about two minutes with "Failed to lock custom tensor buffer"; with 8
+# kept the whole corpus runs. DMLCTS_ADAPTER_CACHE can only lower it.
+GPU_MODELS_KEPT = 8
+
 NOT_ACCELERATED = ("Some ops are not accelerated", "Failed to modify graph with delegate")
 
 
@@ -153,7 +159,8 @@ def serve(driver, frames):
               f"{DRIVERS[driver]['icd']}; no CPU fallback (numpy {np.__version__}, Python "
               f"{sys.version.split()[0]})")
     # One name for every driver: expectations entries tell drivers apart by the device text.
-    adapter.serve("litert-gpu", device, shapes.CompileCache(compile), run, stdout=frames)
+    cache = shapes.CompileCache(compile, capacity=min(shapes.cache_capacity(), GPU_MODELS_KEPT))
+    adapter.serve("litert-gpu", device, cache, run, stdout=frames)
 
 
 def main():

@@ -78,7 +78,8 @@ pub const PREDICATES: &[Predicate] = &[
     Predicate {
         name: "slice1.empty_output",
         description: "a Slice1 whose output has a dimension of size 0 \
-                  (docs/findings/tract-empty-slice-optimizer-error.yaml)",
+                  (docs/findings/tract-empty-slice-optimizer-error.yaml, \
+                  docs/findings/litert-gpu-empty-strided-slice-crashes.yaml)",
         holds: slice1_empty_output,
     },
     Predicate {
