@@ -155,7 +155,7 @@ def serve(driver, frames):
     version = getattr(ai_edge_litert, "__version__", "unknown")
     package = DRIVERS[driver]["package"] or ""
     device = (f"LiteRT version {version}, GPU accelerator (WebGPU, Dawn) alone on Vulkan "
-              f"driver {driver}: {package} {driver_version(driver)}, ICD "
+              f"driver {driver}: {' '.join(p for p in (package, driver_version(driver)) if p)}, ICD "
               f"{DRIVERS[driver]['icd']}; no CPU fallback (numpy {np.__version__}, Python "
               f"{sys.version.split()[0]})")
     # One name for every driver: expectations entries tell drivers apart by the device text.

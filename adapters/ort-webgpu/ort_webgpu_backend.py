@@ -216,8 +216,9 @@ class OrtWebGpu:
         return (f"ONNX Runtime version {versions.get('node')} (onnxruntime-node "
                 f"{versions.get('node')}, onnxruntime-common {versions.get('common')}, Node.js "
                 f"{self.info.get('node')}), WebGPU execution provider (Dawn) on Vulkan driver "
-                f"{self.driver}: {DRIVERS[self.driver]['package'] or ''} "
-                f"{driver_version(self.driver)}, ICD {icd}; CPU fallback "
+                f"{self.driver}: "
+                f"{' '.join(p for p in (DRIVERS[self.driver]['package'], driver_version(self.driver)) if p)}"
+                f", ICD {icd}; CPU fallback "
                 f"disabled (numpy {np.__version__}, Python {sys.version.split()[0]})")
 
 
