@@ -42,6 +42,7 @@ IREE's Vulkan driver starts), so the device text names the driver that ran each 
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -105,10 +106,14 @@ class ModuleCache:
     """Compiled modules and compiler refusals kept as files, written whole (a temporary file
     renamed into place), so a run that dies mid-write leaves no half module behind."""
 
-    def __init__(self, folder, compiler_version, flags):
+    def __init__(self, folder, compiler_version, flags, tool=None):
+        """`tool`: the iree-compile that compile_str runs when it is not the installed
+        package's own (IREE_TOOL_PATH points it elsewhere); None: the package's, which its
+        version names."""
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.stamp = "\0".join([f"iree-base-compiler {compiler_version}", *flags]) + "\0"
+        named = [f"iree-base-compiler {compiler_version}"] + ([f"tool {tool}"] if tool else [])
+        self.stamp = "\0".join([*named, *flags]) + "\0"
         self.hits = 0
         self.misses = 0
 
@@ -120,7 +125,8 @@ class ModuleCache:
         for suffix in (".vmfb", ".refused"):
             path = self.folder / (key + suffix)
             try:
-                if not path.is_file() or path.is_symlink() or path.stat().st_size > MODULE_CACHE_FILE_LIMIT:
+                size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+                if not 0 < size <= MODULE_CACHE_FILE_LIMIT:
                     continue
                 data = path.read_bytes()
             except OSError:
@@ -133,12 +139,28 @@ class ModuleCache:
         return None, None
 
     def write(self, key, suffix, data):
+        name = None
         try:
             with tempfile.NamedTemporaryFile(dir=self.folder, prefix=".tmp-", delete=False) as f:
+                name = f.name
                 f.write(data)
-            os.replace(f.name, self.folder / (key + suffix))
+            os.replace(name, self.folder / (key + suffix))
         except OSError:
-            pass  # a cache that cannot be written is only slower
+            # A cache that cannot be written is only slower; leave no partial file behind.
+            if name:
+                try:
+                    os.unlink(name)
+                except OSError:
+                    pass
+
+
+def compiler_refused(error):
+    """Whether iree-compile itself refused the module: a CompilerToolError whose exit code
+    is a positive one (IREE raises it for any non-zero code, a signal's negative one too)."""
+    if type(error).__name__ != "CompilerToolError":
+        return False
+    code = re.search(r"Error code: (-?\d+)", str(error))
+    return bool(code) and int(code.group(1)) > 0
 
 
 def tensor_type(t):
@@ -242,7 +264,10 @@ class Iree:
         folder = os.environ.get(MODULE_CACHE_VARIABLE, "")
         if folder:
             from importlib.metadata import version
-            self.modules = ModuleCache(folder, version("iree-base-compiler"), self.flags)
+            from iree.compiler.tools.binaries import find_tool
+            tool = find_tool("iree-compile") if os.environ.get("IREE_TOOL_PATH") else None
+            self.modules = ModuleCache(folder, version("iree-base-compiler"), self.flags,
+                                       tool=tool)
         else:
             self.modules = None
 
@@ -259,9 +284,9 @@ class Iree:
             vmfb = self.compiler.compile_str(text, extra_args=self.flags)
         except Exception as e:  # the compiler's refusal (its diagnostics are the reason)
             rejection = adapter.framework_rejection("iree", e)
-            # Only the compiler's own diagnostics are kept: a tool killed or out of memory
-            # may do better next time.
-            if key and type(e).__name__ == "CompilerToolError":
+            # Only the compiler's own diagnostics are kept (it exited with an error code): a
+            # tool killed by a signal (a negative code) may do better next time.
+            if key and compiler_refused(e):
                 self.modules.write(key, ".refused", rejection.reason.encode())
             raise rejection from None
         if key:

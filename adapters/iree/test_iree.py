@@ -126,12 +126,48 @@ class ModuleCache(unittest.TestCase):
         self.assertEqual(self.compiles, 2)
         self.assertNotEqual(kept.read_bytes(), b"not a module")
 
+    def test_a_compile_killed_by_a_signal_is_not_kept_as_a_refusal(self):
+        class CompilerToolError(Exception):
+            pass
+        killed = CompilerToolError("Error invoking IREE compiler tool iree-compile\n"
+                                   "Error code: -9\nDiagnostics:\n")
+        refused = CompilerToolError("Error invoking IREE compiler tool iree-compile\n"
+                                    "Error code: 1\nDiagnostics:\nerror: failed")
+        self.assertFalse(iree_backend.compiler_refused(killed))
+        self.assertTrue(iree_backend.compiler_refused(refused))
+        self.assertFalse(iree_backend.compiler_refused(RuntimeError("Error code: 1")))
+
+        def dies(*_args, **_kwargs):
+            self.compiles += 1
+            raise killed
+        self.iree.compiler = type("Compiler", (), {"compile_str": staticmethod(dies)})
+        operator = test_adapters.slice1([0], [2], [1], [2], [2])
+        for _ in range(2):
+            with self.assertRaises(iree_backend.adapter.Rejected):
+                self.iree.compile(operator)
+        self.assertEqual(self.compiles, 2)
+        self.assertEqual(self.files(".refused"), [])
+
+    def test_an_empty_or_linked_cache_file_is_not_read(self):
+        text = iree_backend.module_text(test_adapters.slice1([0], [2], [1], [2], [2]))
+        cache = self.iree.modules
+        key = cache.key(text)
+        (Path(self.folder.name) / (key + ".vmfb")).write_bytes(b"")
+        self.assertEqual(cache.read(key), (None, None))
+        (Path(self.folder.name) / (key + ".vmfb")).unlink()
+        elsewhere = Path(self.folder.name) / "elsewhere"
+        elsewhere.write_bytes(b"not a module")
+        (Path(self.folder.name) / (key + ".vmfb")).symlink_to(elsewhere)
+        self.assertEqual(cache.read(key), (None, None))
+
     def test_another_target_or_compiler_version_never_reads_a_kept_module(self):
         text = iree_backend.module_text(test_adapters.slice1([0], [2], [1], [2], [2]))
         cpu = iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--a"])
         self.assertNotEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--b"]).key(text))
         self.assertNotEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.14.0", ["--a"]).key(text))
         self.assertEqual(cpu.key(text), iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--a"]).key(text))
+        elsewhere = iree_backend.ModuleCache(self.folder.name, "3.13.0", ["--a"], tool="/opt/iree-compile")
+        self.assertNotEqual(cpu.key(text), elsewhere.key(text))
 
 
 @unittest.skipUnless(Path(iree_backend.DRIVERS["swiftshader"]["icd"]).is_file(),

@@ -234,8 +234,8 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
     }
     if outcome.skipped_everything() {
         crate::say_err!(
-            "fuzz: FAILED: the backend could run none of the {} descriptors (each was \
-             unsupported), so nothing was checked",
+            "fuzz: FAILED: none of the {} descriptors ran (each was skipped: see the reasons \
+             above), so nothing was checked",
             outcome.descriptors_run
         );
         return 1;
@@ -249,7 +249,7 @@ fn print_skip_reasons(outcome: &dmlcts_fuzz::CampaignOutcome) {
         return;
     }
     crate::say!(
-        "fuzz: {} of {} descriptors skipped (the backend cannot run them), by reason:",
+        "fuzz: {} of {} descriptors skipped (not run), by reason:",
         outcome.skipped,
         outcome.descriptors_run
     );
@@ -583,6 +583,14 @@ fn merge_main(args: &MergeArgs) -> i32 {
             crate::say_err!("error: --json {}: {e}", path.display());
             return 2;
         }
+    }
+    if merged["skipped_everything"] == true {
+        crate::say_err!(
+            "fuzz merge: FAILED: none of the {} descriptors ran (each was skipped), so nothing \
+             was checked",
+            merged["descriptors_run"]
+        );
+        return 1;
     }
     i32::from(merged["new_findings"].as_u64().unwrap_or(0) > 0)
 }

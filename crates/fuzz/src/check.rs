@@ -6,7 +6,9 @@
 use crate::signature::CheckKind;
 use crate::strategies::{case_at, random_inputs};
 use dmlcts_harness::corpus::data::{TensorData, logical_elements, too_large};
-use dmlcts_harness::{Case, Expectation, RunOptions, Status, run_case, run_case_with_data_sets};
+use dmlcts_harness::{
+    Case, Expectation, RunOptions, Status, level_skip_reason, run_case, run_case_with_data_sets,
+};
 use dmlcts_oracle::{execute as oracle_execute, validate};
 use dmlcts_tensor::{
     Backend, CompileError, JoinDesc, OperatorDesc, OutputBinding, Slice1Desc, TensorDesc,
@@ -40,7 +42,10 @@ pub struct CheckFailure {
 pub enum Checked {
     /// Passed.
     Passed,
-    /// Not run: the backend cannot run the descriptor (`unsupported`), for this reason.
+    /// Not run, for this reason: the backend cannot run the descriptor (`unsupported`, a
+    /// type it does not claim), or the runner cannot here (too large to hold). A case outside
+    /// the level it is judged at is the campaign's own choice and counts as `Passed`, as the
+    /// conformance runner leaves it out of its skipped-everything check.
     Skipped { reason: String },
     /// A must-reject case the backend accepted, breaking only rules it does not enforce (its
     /// validation profile, or the expectations file's `not_enforced`): `rule` is the first.
@@ -113,7 +118,7 @@ pub fn check_case_data_sets(
         );
         return (Ok(Checked::Informational { rule, report }), checked);
     }
-    if result.status == Status::Skipped {
+    if result.status == Status::Skipped && level_skip_reason(backend, case, &options).is_none() {
         let reason = result.reason.clone();
         return (Ok(Checked::Skipped { reason }), checked);
     }

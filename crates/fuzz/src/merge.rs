@@ -178,6 +178,10 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
         }
     }
     let buckets = merged_buckets(&shards)?;
+    let descriptors = sum("descriptors_run")?;
+    let skipped: u64 = (shards.iter())
+        .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
+        .sum();
     let new = (buckets.iter()).filter(|b| b["status"] == "new").count();
     let seconds = (shards.iter())
         .filter_map(|s| s.report.get("seconds").and_then(Value::as_f64))
@@ -192,16 +196,16 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
         "merged_from": shards.iter().map(|s| s.file.clone()).collect::<Vec<_>>(),
         "feature_levels": levels,
         "cases_run": sum("cases_run")?,
-        "descriptors_run": sum("descriptors_run")?,
+        "descriptors_run": descriptors,
         "seconds": seconds,
         "new_findings": new,
-        "skipped_descriptors": (shards.iter())
-            .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
-            .sum::<u64>(),
+        "skipped_descriptors": skipped,
+        "skipped_everything": descriptors > 0 && skipped >= descriptors,
+        "skip_reasons": merged_skip_reasons(&shards),
         "unclassified_failures": (shards.iter())
             .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
             .sum::<u64>(),
-        "summary": summary_line(&buckets),
+        "summary": summary_line(&buckets, skipped, descriptors),
         "shard_replays": (shards.iter())
             .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>(),
@@ -270,7 +274,25 @@ fn merged_buckets(shards: &[ShardReport]) -> Result<Vec<Value>, String> {
 }
 
 /// The closing line, as a campaign's: `N new findings; known: NAME x COUNT, ...`.
-fn summary_line(buckets: &[Value]) -> String {
+/// The shards' skip reasons summed by reason, kept as a campaign keeps them
+/// (`SkipReasons`: at most its `KINDS` reasons, the rest under `OTHER_REASONS`).
+fn merged_skip_reasons(shards: &[ShardReport]) -> Vec<Value> {
+    let mut reasons = crate::outcome::SkipReasons::default();
+    for shard in shards {
+        let Some(Value::Array(entries)) = shard.report.get("skip_reasons") else {
+            continue;
+        };
+        for entry in entries {
+            let reason = entry["reason"].as_str().unwrap_or("?");
+            reasons.add_many(reason, entry["count"].as_u64().unwrap_or(0));
+        }
+    }
+    (reasons.by_count().into_iter())
+        .map(|(reason, count)| json!({"reason": reason, "count": count}))
+        .collect()
+}
+
+fn summary_line(buckets: &[Value], skipped: u64, descriptors: u64) -> String {
     let new = buckets.iter().filter(|b| b["status"] == "new").count();
     let mut line = format!("{new} new finding{}", if new == 1 { "" } else { "s" });
     let known: Vec<String> = (buckets.iter())
@@ -289,6 +311,12 @@ fn summary_line(buckets: &[Value]) -> String {
         .sum();
     if info > 0 {
         line.push_str(&format!("; informational (not enforced by design): {info}"));
+    }
+    if skipped > 0 {
+        line.push_str(&format!(
+            "; skipped (not run: unsupported, or not held here): {skipped} of {descriptors} \
+             descriptors"
+        ));
     }
     line
 }

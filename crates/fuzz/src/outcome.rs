@@ -79,7 +79,12 @@ impl SkipReasons {
     pub const REASON_CHARS: usize = 300;
 
     pub fn add(&mut self, reason: &str) {
-        self.total += 1;
+        self.add_many(reason, 1);
+    }
+
+    /// `count` descriptors skipped for `reason`.
+    pub fn add_many(&mut self, reason: &str, count: u64) {
+        self.total += count;
         let reason: String = reason.chars().take(Self::REASON_CHARS).collect();
         let reason =
             if self.counts.iter().any(|(r, _)| *r == reason) || self.counts.len() < Self::KINDS {
@@ -88,8 +93,8 @@ impl SkipReasons {
                 OTHER_REASONS.to_string()
             };
         match self.counts.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, n)) => *n += 1,
-            None => self.counts.push((reason, 1)),
+            Some((_, n)) => *n += count,
+            None => self.counts.push((reason, count)),
         }
     }
 
@@ -103,9 +108,11 @@ impl SkipReasons {
 
 #[derive(Clone, Debug)]
 pub struct CampaignOutcome {
-    /// Cases checked: each data set of a descriptor is one.
+    /// Cases run through the runner: each data set of a descriptor is one, and a descriptor
+    /// that was not run (`skipped`) counts once.
     pub cases_run: u64,
-    /// Descriptors the backend could not run (`unsupported`): generated, never checked.
+    /// Descriptors that were not run (the backend cannot run them, `unsupported`, or the
+    /// runner cannot here): generated, never checked.
     pub skipped: u64,
     /// Their reasons, most frequent first (`SkipReasons`).
     pub skip_reasons: Vec<(String, u64)>,
@@ -175,7 +182,7 @@ impl CampaignOutcome {
         }
         if self.skipped > 0 {
             line.push_str(&format!(
-                "; skipped (the backend cannot run them): {} of {} descriptors",
+                "; skipped (not run: unsupported, or not held here): {} of {} descriptors",
                 self.skipped, self.descriptors_run
             ));
         }

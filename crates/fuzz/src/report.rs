@@ -67,6 +67,7 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
         "shrink_seconds": outcome.shrink_time().as_secs_f64(),
         "new_findings": outcome.new_buckets().count(),
         "skipped_descriptors": outcome.skipped,
+        "skipped_everything": outcome.skipped_everything(),
         "skip_reasons": (outcome.skip_reasons.iter())
             .map(|(reason, count)| serde_json::json!({"reason": reason, "count": count}))
             .collect::<Vec<_>>(),

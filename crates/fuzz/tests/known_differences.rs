@@ -203,7 +203,7 @@ fn an_expectations_file_naming_an_unknown_predicate_or_rule_is_refused_with_the_
              slice1.output_smaller_than_window, slice1.zero_window_stride, slice1.empty_output, \
              slice1.negative_stride_unsigned, slice1.negative_stride, \
              tensor.narrow_integer_not_whole_words, slice1.int32_min_window_stride, \
-             tensor.64_bit_type, tensor.float16, join.float_rank_7_or_8, \
+             tensor.64_bit_type, tensor.float16, tensor.float32, join.float_rank_7_or_8, \
              tensor.output_overlap_without_zero_stride, join.one_input_outermost_size_1, \
              slice1.no_dimensions"
         ),

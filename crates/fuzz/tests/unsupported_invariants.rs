@@ -84,7 +84,7 @@ fn descriptors_the_backend_cannot_run_are_counted_as_skipped_with_their_reasons_
     assert!(!outcome.skipped_everything());
     assert!(
         outcome.summary_line().contains(&format!(
-            "skipped (the backend cannot run them): {} of 300 descriptors",
+            "skipped (not run: unsupported, or not held here): {} of 300 descriptors",
             outcome.skipped
         )),
         "{}",
@@ -107,4 +107,43 @@ fn a_campaign_on_a_backend_that_runs_nothing_skipped_everything() {
         .map(|(r, _)| r.as_str())
         .collect();
     assert!(kinds.iter().all(|r| r.contains(" here")), "{kinds:?}");
+}
+
+#[test]
+fn merged_shards_sum_their_skipped_descriptors_by_reason() {
+    let dir = std::env::temp_dir().join(format!("dmlcts-skip-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let backend = NoReverseNoJoin(CpuBackend::new());
+    let mut paths = Vec::new();
+    let mut skipped = 0;
+    for index in 0..2 {
+        let mut options = CampaignOptions::new("no-reverse-no-join", 5);
+        options.cases = Some(200);
+        options.mix = Mix::ValidOnly;
+        options.shard = dmlcts_fuzz::Shard { index, count: 2 };
+        let outcome = run_campaign(&[&backend], &options, |_| {});
+        skipped += outcome.skipped;
+        let path = dir.join(format!("shard-{index}.json"));
+        let report = dmlcts_fuzz::report::json_report(&options, &outcome, "fuzz");
+        std::fs::write(&path, report).unwrap();
+        paths.push(path);
+    }
+    let paths: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+    let merged = dmlcts_fuzz::merge::merge_reports(&paths).unwrap();
+    assert!(skipped > 0);
+    assert_eq!(merged["skipped_descriptors"], skipped);
+    assert_eq!(merged["skipped_everything"], false);
+    let by_reason: u64 = (merged["skip_reasons"].as_array().unwrap().iter())
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(by_reason, skipped);
+    assert!(
+        merged["summary"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("{skipped} of 200 descriptors")),
+        "{}",
+        merged["summary"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -22,7 +22,8 @@ pub mod text;
 pub use corpus::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use run::{
     CaseResult, DeviceFactory, Devices, LibtestTarget, Replay, ReplayRecipe, ResultIds, RunOptions,
-    SkipCheck, Status, case_id, corpus_trials, libtest_main, libtest_main_at_each_level,
-    libtest_run, libtest_run_at_each_level, load_error_result, load_error_results, replay_command,
-    run_case, run_case_with_data_sets, run_cases, shell_word, skip_reason,
+    SkipCheck, Status, case_id, corpus_trials, level_skip_reason, libtest_main,
+    libtest_main_at_each_level, libtest_run, libtest_run_at_each_level, load_error_result,
+    load_error_results, replay_command, run_case, run_case_with_data_sets, run_cases, shell_word,
+    skip_reason,
 };

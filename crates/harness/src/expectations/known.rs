@@ -123,6 +123,12 @@ pub const PREDICATES: &[Predicate] = &[
         holds: has_float16_tensor,
     },
     Predicate {
+        name: "tensor.float32",
+        description: "an operator with a FLOAT32 tensor \
+                  (docs/findings/litert-gpu-float32-held-as-float16-by-default.yaml)",
+        holds: has_float32_tensor,
+    },
+    Predicate {
         name: "join.float_rank_7_or_8",
         description: "a Join of 7 or 8 dimensions with a FLOAT32 or FLOAT16 tensor \
                   (docs/findings/litert-xnnpack-concatenation-rank-7-8.yaml)",
@@ -220,6 +226,10 @@ fn has_64_bit_tensor(op: &OperatorDesc) -> bool {
 
 fn has_float16_tensor(op: &OperatorDesc) -> bool {
     all_tensors(op).any(|t| t.data_type == dmlcts_tensor::DataType::Float16)
+}
+
+fn has_float32_tensor(op: &OperatorDesc) -> bool {
+    all_tensors(op).any(|t| t.data_type == dmlcts_tensor::DataType::Float32)
 }
 
 fn join_float_rank_7_or_8(op: &OperatorDesc) -> bool {
@@ -405,6 +415,21 @@ mod tests {
             axis: 0,
         });
         assert!(holds(&join));
+    }
+
+    #[test]
+    fn float32_predicate_holds_on_float32_operators_only() {
+        let holds = predicate("tensor.float32").unwrap().holds;
+        let join = |data_type| {
+            OperatorDesc::Join(JoinDesc {
+                input_tensors: vec![TensorDesc::packed(data_type, &[2])],
+                output_tensor: TensorDesc::packed(data_type, &[2]),
+                axis: 0,
+            })
+        };
+        assert!(holds(&join(DataType::Float32)));
+        assert!(!holds(&join(DataType::Float16)));
+        assert!(!holds(&join(DataType::Int32)));
     }
 
     #[test]

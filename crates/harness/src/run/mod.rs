@@ -18,5 +18,5 @@ pub use load_error::{LOAD_ERROR_ID_PREFIX, load_error_result, load_error_results
 pub use replay::{LibtestTarget, Replay, ReplayRecipe, shell_word};
 pub use runner::{
     CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, SkipCheck, Status, case_id,
-    replay_command, run_case, run_case_with_data_sets, run_cases, skip_reason,
+    level_skip_reason, replay_command, run_case, run_case_with_data_sets, run_cases, skip_reason,
 };

@@ -655,7 +655,11 @@ pub fn skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> 
 /// Why a case lies outside the level this run is at, if it does. This is the run's choice,
 /// not the backend's: every other skip (unavailable, a data type not claimed, unsupported)
 /// is the backend's own.
-fn level_skip_reason(backend: &dyn Backend, case: &Case, options: &RunOptions) -> Option<String> {
+pub fn level_skip_reason(
+    backend: &dyn Backend,
+    case: &Case,
+    options: &RunOptions,
+) -> Option<String> {
     let level = options
         .feature_level
         .unwrap_or_else(|| backend.feature_level());
