@@ -75,8 +75,11 @@ class ModuleCache(unittest.TestCase):
 
     def setUp(self):
         self.folder = tempfile.TemporaryDirectory()
+        saved = os.environ.get(iree_backend.MODULE_CACHE_VARIABLE)
         os.environ[iree_backend.MODULE_CACHE_VARIABLE] = self.folder.name
-        self.addCleanup(os.environ.pop, iree_backend.MODULE_CACHE_VARIABLE)
+        self.addCleanup(lambda: os.environ.pop(iree_backend.MODULE_CACHE_VARIABLE, None)
+                        if saved is None else
+                        os.environ.__setitem__(iree_backend.MODULE_CACHE_VARIABLE, saved))
         self.addCleanup(self.folder.cleanup)
         self.iree = iree_backend.Iree("llvm-cpu", None)
         self.compiles = 0

@@ -257,10 +257,9 @@ fn print_skip_reasons(outcome: &dmlcts_fuzz::CampaignOutcome) {
         crate::say!("  {n:5}  {}", text::line(reason));
     }
     if outcome.skip_reasons.len() > 12 {
-        crate::say!(
-            "  ... and {} more (see --json)",
-            crate::out::count(outcome.skip_reasons.len() - 12, "reason", "reasons")
-        );
+        let more = outcome.skip_reasons.len() - 12;
+        let noun = if more == 1 { "reason" } else { "reasons" };
+        crate::say!("  ... and {more} more {noun} (see --json)");
     }
 }
 
