@@ -6,6 +6,7 @@ IREE's runtime.
     cargo xtask conformance --backend iree-cpu              # llvm-cpu, the local-task device
     cargo xtask conformance --backend iree-vulkan           # SPIR-V on Mesa's lavapipe
     cargo xtask conformance --backend iree-vulkan@swiftshader   # SPIR-V on SwiftShader
+    cargo xtask conformance --backend iree-vulkan@lavapipe25    # SPIR-V on Mesa 25's lavapipe
 
 Each operator is one StableHLO function (MLIR text), compiled with `iree.compiler.compile_str`
 at `compile` (a refusal by the compiler is the backend's rejection):
@@ -33,6 +34,9 @@ IREE's Vulkan driver starts), so the device text names the driver that ran each 
     lavapipe      Debian's mesa-vulkan-drivers (Mesa 22): every SPIR-V capability the types
                   need (Float64, Int64, Float16, Int16, Int8 and 8/16-bit storage), declared to
                   the compiler with --iree-vulkan-target-features
+    lavapipe25    Mesa 25's lavapipe, unpacked by `cargo xtask directml setup` into
+                  target/directml-stack: the same capabilities (the server re-executes itself
+                  with its library path)
     swiftshader   SwiftShader from Debian's chromium-common: 32-bit types only in shaders
                   (no shaderFloat64, shaderInt64, shaderInt16, shaderInt8, 8/16-bit storage);
                   IREE's default target emulates the 8-, 16- and 64-bit integers and float16
@@ -49,6 +53,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ort-webgpu"))
 
 import numpy as np  # noqa: E402
 
@@ -64,6 +69,15 @@ DRIVERS = {
                      "cap:Int8,cap:StorageBuffer16BitAccess,cap:StorageBuffer8BitAccess"),
         "cannot_hold": {},
     },
+    # Mesa 25's lavapipe as `cargo xtask directml setup` unpacks it (target/directml-stack):
+    # the same capabilities as Mesa 22's; its library path is set by re-executing the server.
+    "lavapipe25": {
+        "icd": str(Path(__file__).resolve().parents[2] / "target" / "directml-stack" / "lvp25_icd.json"),
+        "package": None,
+        "features": ("spirv:v1.3,cap:Shader,cap:Float64,cap:Float16,cap:Int64,cap:Int16,"
+                     "cap:Int8,cap:StorageBuffer16BitAccess,cap:StorageBuffer8BitAccess"),
+        "cannot_hold": {},
+    },
     "swiftshader": {
         "icd": "/usr/lib/chromium/vk_swiftshader_icd.json",
         "package": "chromium-common",
@@ -75,6 +89,9 @@ DRIVERS = {
         },
     },
 }
+
+# Set in a server re-executed with its driver's environment.
+DRIVER_SET = "DMLCTS_IREE_DRIVER"
 
 # StableHLO's element types, and the IREE runtime's, for each DirectML type.
 MLIR_TYPES = {
@@ -361,8 +378,13 @@ class Iree:
             found = self.rt.get_driver("vulkan").query_available_devices()
             names = "; ".join(str(d.get("name", d)) for d in found) or "no device"
             package = DRIVERS[self.driver]["package"]
+            if package:
+                installed = f"{package} {debian_version(package)}"
+            else:
+                from ort_webgpu_backend import driver_version
+                installed = driver_version(self.driver)
             where = (f"vulkan-spirv on {names} (driver {self.driver}: "
-                     f"{package} {debian_version(package)}, ICD {DRIVERS[self.driver]['icd']})")
+                     f"{installed}, ICD {DRIVERS[self.driver]['icd']})")
         return f"{versions}, {where} (numpy {np.__version__}, Python {sys.version.split()[0]})"
 
 
@@ -384,7 +406,15 @@ def main():
         driver = args.driver or "lavapipe"
         icd = DRIVERS[driver]["icd"]
         if not Path(icd).is_file():
-            sys.exit(f"iree: no ICD file {icd} (Debian package {DRIVERS[driver]['package']})")
+            where = (f"Debian package {DRIVERS[driver]['package']}" if DRIVERS[driver]["package"]
+                     else "`cargo xtask directml setup` unpacks Mesa 25 there")
+            sys.exit(f"iree: no ICD file {icd} ({where})")
+        if driver == "lavapipe25" and os.environ.get(DRIVER_SET) != driver:
+            # The loader reads LD_LIBRARY_PATH at process start: re-execute with Mesa 25's.
+            from ort_webgpu_backend import driver_environment
+            environment = driver_environment(driver)
+            environment[DRIVER_SET] = driver
+            os.execve(sys.executable, [sys.executable, *sys.argv], environment)
         # Before IREE's Vulkan driver starts: the loader sees this one driver only.
         os.environ["VK_ICD_FILENAMES"] = icd
         args.driver = driver
