@@ -197,9 +197,9 @@ pub(crate) fn checked(
     }
 }
 
-/// Executes on the backend into plain buffers of exactly TotalTensorSizeInBytes.
-/// Runs `op` on plain buffers. `Ok(None)`: the backend says it cannot run it (`unsupported`),
-/// so an invariant that needs it goes unchecked; a case a backend cannot run is never a failure.
+/// Runs `op` on the backend into plain buffers of exactly TotalTensorSizeInBytes. `Ok(None)`:
+/// the backend says it cannot run it (`unsupported`), so an invariant that needs it goes
+/// unchecked; a case a backend cannot run is never a failure.
 fn run_plain(
     backend: &dyn Backend,
     op: &OperatorDesc,

@@ -163,17 +163,16 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             ));
         }
     }
+    // Counts from report files are summed saturating: a hostile file cannot overflow them.
     let sum = |field: &str| -> Result<u64, String> {
-        shards
-            .iter()
-            .map(|s| s.number(field))
-            .sum::<Result<u64, _>>()
+        (shards.iter()).try_fold(0u64, |total, s| Ok(total.saturating_add(s.number(field)?)))
     };
     let mut levels: BTreeMap<String, u64> = BTreeMap::new();
     for shard in &shards {
         if let Some(Value::Object(map)) = shard.report.get("feature_levels") {
             for (level, n) in map {
-                *levels.entry(level.clone()).or_default() += n.as_u64().unwrap_or(0);
+                let count = levels.entry(level.clone()).or_default();
+                *count = count.saturating_add(n.as_u64().unwrap_or(0));
             }
         }
     }
@@ -181,7 +180,7 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
     let descriptors = sum("descriptors_run")?;
     let skipped: u64 = (shards.iter())
         .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
-        .sum();
+        .fold(0, u64::saturating_add);
     let new = (buckets.iter()).filter(|b| b["status"] == "new").count();
     let seconds = (shards.iter())
         .filter_map(|s| s.report.get("seconds").and_then(Value::as_f64))
@@ -204,7 +203,7 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
         "skip_reasons": merged_skip_reasons(&shards),
         "unclassified_failures": (shards.iter())
             .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
-            .sum::<u64>(),
+            .fold(0, u64::saturating_add),
         "summary": summary_line(&buckets, skipped, descriptors),
         "shard_replays": (shards.iter())
             .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
@@ -246,7 +245,7 @@ fn merged_buckets(shards: &[ShardReport]) -> Result<Vec<Value>, String> {
             let index = |b: &Map<String, Value>| b["first_case_index"].as_u64().unwrap_or(0);
             let total = |name: &str| {
                 let n = |b: &Map<String, Value>| b.get(name).and_then(Value::as_u64).unwrap_or(0);
-                n(kept) + n(bucket)
+                n(kept).saturating_add(n(bucket))
             };
             let (count, shrinks, checks) =
                 (total("count"), total("shrinks"), total("shrink_checks"));
@@ -273,7 +272,6 @@ fn merged_buckets(shards: &[ShardReport]) -> Result<Vec<Value>, String> {
     Ok(buckets.into_iter().map(Value::Object).collect())
 }
 
-/// The closing line, as a campaign's: `N new findings; known: NAME x COUNT, ...`.
 /// The shards' skip reasons summed by reason, kept as a campaign keeps them
 /// (`SkipReasons`: at most its `KINDS` reasons, the rest under `OTHER_REASONS`).
 fn merged_skip_reasons(shards: &[ShardReport]) -> Vec<Value> {
@@ -292,6 +290,7 @@ fn merged_skip_reasons(shards: &[ShardReport]) -> Vec<Value> {
         .collect()
 }
 
+/// The closing line, as a campaign's: `N new findings; known: NAME x COUNT, ...`.
 fn summary_line(buckets: &[Value], skipped: u64, descriptors: u64) -> String {
     let new = buckets.iter().filter(|b| b["status"] == "new").count();
     let mut line = format!("{new} new finding{}", if new == 1 { "" } else { "s" });
@@ -308,7 +307,7 @@ fn summary_line(buckets: &[Value], skipped: u64, descriptors: u64) -> String {
     let info: u64 = (buckets.iter())
         .filter(|b| b["status"] == "informational")
         .filter_map(|b| b["count"].as_u64())
-        .sum();
+        .fold(0, u64::saturating_add);
     if info > 0 {
         line.push_str(&format!("; informational (not enforced by design): {info}"));
     }

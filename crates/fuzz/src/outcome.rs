@@ -84,7 +84,7 @@ impl SkipReasons {
 
     /// `count` descriptors skipped for `reason`.
     pub fn add_many(&mut self, reason: &str, count: u64) {
-        self.total += count;
+        self.total = self.total.saturating_add(count);
         let reason: String = reason.chars().take(Self::REASON_CHARS).collect();
         let reason =
             if self.counts.iter().any(|(r, _)| *r == reason) || self.counts.len() < Self::KINDS {
@@ -93,7 +93,7 @@ impl SkipReasons {
                 OTHER_REASONS.to_string()
             };
         match self.counts.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, n)) => *n += count,
+            Some((_, n)) => *n = n.saturating_add(count),
             None => self.counts.push((reason, count)),
         }
     }

@@ -145,5 +145,19 @@ fn merged_shards_sum_their_skipped_descriptors_by_reason() {
         "{}",
         merged["summary"]
     );
+    // Counts in report files are the files' word: huge ones saturate, never overflow.
+    for path in &paths {
+        let mut report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        for field in ["cases_run", "descriptors_run", "skipped_descriptors"] {
+            report[field] = serde_json::json!(u64::MAX);
+        }
+        report["skip_reasons"] = serde_json::json!([{"reason": "huge", "count": u64::MAX}]);
+        std::fs::write(path, report.to_string()).unwrap();
+    }
+    let merged = dmlcts_fuzz::merge::merge_reports(&paths).unwrap();
+    assert_eq!(merged["cases_run"], u64::MAX);
+    assert_eq!(merged["skipped_descriptors"], u64::MAX);
+    assert_eq!(merged["skip_reasons"][0]["count"], u64::MAX);
     let _ = std::fs::remove_dir_all(&dir);
 }
