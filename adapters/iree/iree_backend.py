@@ -58,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ort-webgpu"))
 import numpy as np  # noqa: E402
 
 import dmlcts_adapter as adapter  # noqa: E402
+import dmlcts_shapes as shapes  # noqa: E402
 
 # The Vulkan drivers `--driver` names: the ICD file, the Debian package it comes from, the
 # SPIR-V target features to compile for (None: IREE's default), and the types it cannot hold.
@@ -197,23 +198,8 @@ def slice_op(result, source, source_type, starts, limits, strides, result_type):
 def slice1_body(d):
     """The Slice1's body lines (input %x0, result %r0), and the glue's own refusal of window
     arrays it cannot give one entry per dimension."""
-    rank = len(d["input"]["sizes"])
-    fields = ("input_window_offsets", "input_window_sizes", "input_window_strides")
-    if any(len(d[f]) != rank for f in fields):
-        agree = all(len(d[f]) == d["dimension_count"] for f in fields)
-        raise adapter.Rejected(
-            "adapter: the window arrays' lengths differ from the input's rank",
-            "slice1.dimension_count_matches_tensors" if agree else "slice1.window_arrays_length")
-    dims = d["input"]["sizes"]
+    reversed_dims, starts, limits, steps = shapes.reverse_then_slice(d)
     input_type = tensor_type(d["input"])
-    reversed_dims = [i for i, s in enumerate(d["input_window_strides"]) if s < 0]
-    starts, limits, steps = [], [], []
-    for i, (offset, size, stride) in enumerate(zip(*(d[f] for f in fields))):
-        count = d["output"]["sizes"][i] if i < len(d["output"]["sizes"]) else 1
-        start = offset if stride > 0 else dims[i] - offset - size
-        starts.append(start)
-        limits.append(start + abs(stride) * (count - 1) + 1)
-        steps.append(abs(stride))
     lines, source = [], "%x0"
     if reversed_dims:
         lines.append(f'    %rev = "stablehlo.reverse"(%x0) {{dimensions = {array(reversed_dims)}}}'

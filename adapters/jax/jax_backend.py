@@ -47,25 +47,10 @@ import dmlcts_shapes as shapes  # noqa: E402
 def slice1(d):
     """The Slice1 as a function of the input, and the glue's own refusal of arrays it cannot
     give one entry per dimension."""
-    rank = len(d["input"]["sizes"])
-    fields = ("input_window_offsets", "input_window_sizes", "input_window_strides")
-    if any(len(d[f]) != rank for f in fields):
-        agree = all(len(d[f]) == d["dimension_count"] for f in fields)
-        raise adapter.Rejected(
-            "adapter: the window arrays' lengths differ from the input's rank",
-            "slice1.dimension_count_matches_tensors" if agree else "slice1.window_arrays_length")
-    dims = d["input"]["sizes"]
-    reversed_dims = tuple(i for i, s in enumerate(d["input_window_strides"]) if s < 0)
-    starts, limits, steps = [], [], []
-    for i, (offset, size, stride) in enumerate(zip(*(d[f] for f in fields))):
-        count = d["output"]["sizes"][i] if i < len(d["output"]["sizes"]) else 1
-        start = offset if stride > 0 else dims[i] - offset - size
-        starts.append(start)
-        limits.append(start + abs(stride) * (count - 1) + 1)
-        steps.append(abs(stride))
+    reversed_dims, starts, limits, steps = shapes.reverse_then_slice(d)
 
     def f(x):
-        return lax.slice(lax.rev(x, reversed_dims), starts, limits, steps)
+        return lax.slice(lax.rev(x, tuple(reversed_dims)), starts, limits, steps)
 
     return f
 

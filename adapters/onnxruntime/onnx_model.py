@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 from onnx import helper, numpy_helper  # noqa: E402
 
 import dmlcts_adapter as adapter  # noqa: E402
+import dmlcts_shapes as shapes  # noqa: E402
 
 OPSET = 18
 # The IR version ORT 1.32 and onnx 1.23 both read (onnx's helper would write its newest).
@@ -51,15 +52,8 @@ def model(operator):
     """The one-node ONNX model for a descriptor, and the names of its inputs."""
     kind, d, inputs, outputs = adapter.tensors(operator)
     if kind == "slice1":
-        rank = len(d["input"]["sizes"])
-        if any(len(d[f]) != rank for f in ("input_window_offsets", "input_window_sizes",
-                                           "input_window_strides")):
-            # Slice would need axes chosen for the entries; the descriptor does not say which.
-            agree = all(len(d[f]) == d["dimension_count"] for f in (
-                "input_window_offsets", "input_window_sizes", "input_window_strides"))
-            raise adapter.Rejected(
-                "adapter: the window arrays' lengths differ from the input's rank",
-                "slice1.dimension_count_matches_tensors" if agree else "slice1.window_arrays_length")
+        # Slice would need axes chosen for the entries; the descriptor does not say which.
+        shapes.check_window_arrays(d)
     element = helper.np_dtype_to_tensor_dtype(adapter.dtype((inputs + outputs)[0]))
     names = [f"X{i}" for i in range(len(inputs))]
     graph_inputs = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(

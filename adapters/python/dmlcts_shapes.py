@@ -45,6 +45,24 @@ def slice_walk(d):
     return walk
 
 
+def reverse_then_slice(d):
+    """A Slice1 as a reversal then a positive-step slice (the JAX and IREE spellings): the
+    dimensions with a negative stride, to reverse, and per dimension the start, limit and
+    step (|stride|) in the reversed input. Once reversed, the window's far end (offset +
+    size - 1) is index dim - offset - size."""
+    check_window_arrays(d)
+    dims, out = d["input"]["sizes"], d["output"]["sizes"]
+    reversed_dims = [i for i, s in enumerate(d["input_window_strides"]) if s < 0]
+    starts, limits, steps = [], [], []
+    for i, (offset, size, stride) in enumerate(zip(*(d[f] for f in WINDOW_FIELDS))):
+        count = out[i] if i < len(out) else 1
+        start = offset if stride > 0 else dims[i] - offset - size
+        starts.append(start)
+        limits.append(start + abs(stride) * (count - 1) + 1)
+        steps.append(abs(stride))
+    return reversed_dims, starts, limits, steps
+
+
 def onnx_slice_arguments(d):
     """ONNX Slice's (and OpenVINO Slice-8's) starts, ends, axes and steps for a DML_SLICE1:
     each end one step past the last element read, INT64_MIN where that is below index 0
