@@ -8,14 +8,13 @@
 //! it) is counted apart; any other is unexplained and fails the command: either a finding
 //! against that reference to record, or an oracle bug to fix.
 
-use dmlcts_cli::Host;
-use dmlcts_cli::backends::{BackendRequest, Resolver, resolve};
-use dmlcts_cli::conformance::{apply_expectations, prepare};
+use dmlcts_cli::{BackendRequest, Host, Resolver, resolve};
 use dmlcts_fuzz::{BucketStatus, CampaignOptions, Mix, run_campaign};
 use dmlcts_harness::expectations::Expectations;
 use dmlcts_harness::report::Summary;
 use dmlcts_harness::run::replay::dmlcts_env;
-use dmlcts_harness::{CaseResult, Corpus, ReplayRecipe, Status};
+use dmlcts_harness::session::SessionOptions;
+use dmlcts_harness::{Corpus, ReplayRecipe, Status};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -181,8 +180,7 @@ fn crosscheck_one(
     }
     dmlcts_cli::say!("crosscheck: {name} ({})", tally.device);
 
-    // The corpus, through the conformance runner.
-    let mut run = prepare(resolved, None, false, expectations.as_ref().map(|(e, _)| e));
+    // The corpus, through the session every command runs.
     let mut options = Vec::new();
     if let Some((_, path)) = &expectations {
         options.extend(["--expectations".to_string(), path.display().to_string()]);
@@ -194,22 +192,29 @@ fn crosscheck_one(
         cases_from_files: false,
         env: dmlcts_env(),
     };
-    let mut results: Vec<CaseResult> = Vec::new();
-    let skip_check = run.run(&corpus.cases, &recipe, &mut |r| results.push(r.clone()));
-    if let Some((e, _)) = &expectations {
-        for case in apply_expectations(e, &run.info, &recipe, &mut results) {
-            tally.unexplained.push(format!(
-                "the expectations file names `{case}`, which did not run"
-            ));
-        }
+    let session = resolved.session(SessionOptions {
+        expectations: expectations.as_ref().map(|(e, _)| e.clone()),
+        replay: Some(recipe),
+        ..SessionOptions::default()
+    });
+    let report = session.run(&corpus.cases, &[], &mut ());
+    for case in &report.stale {
+        tally.unexplained.push(format!(
+            "the expectations file names `{case}`, which did not run"
+        ));
     }
+    // The run's own check is counted apart, as a disagreement, not as a case.
+    let results: Vec<_> = (report.results.iter())
+        .filter(|r| !r.id.starts_with("run:"))
+        .cloned()
+        .collect();
     for r in results.iter().filter(|r| r.status == Status::Failed) {
         dmlcts_cli::say!("{}", r.failure_report());
         tally
             .unexplained
             .push(format!("corpus {}: {}", r.name, r.reason));
     }
-    if let Some(failure) = skip_check.failure(&run.info.backend) {
+    if let Some(failure) = report.skipped_everything {
         tally.unexplained.push(failure);
     }
     tally.corpus = Summary::of(&results);
@@ -278,7 +283,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use dmlcts_backend_cpu::CpuBackend;
-    use dmlcts_cli::backends::Resolved;
+    use dmlcts_cli::Resolved;
     use dmlcts_tensor::{
         Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
         OutputBinding, ValidationProfile,

@@ -7,7 +7,7 @@ mod directml;
 mod mutants;
 
 use clap::{Parser, Subcommand};
-use dmlcts_cli::{Host, SuiteCommand};
+use dmlcts_cli::{CommandError, CommandResult, Host, SuiteCommand, Verdict};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -68,22 +68,33 @@ fn main() -> ExitCode {
         directml_names: directml::backend_names,
         directml_ready: directml::ready_names,
     };
-    let status = match Xtask::parse().command {
+    let result = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),
         Command::GenCases => gen_cases(),
-        Command::Bench { args } => bench::bench_main(&args),
-        Command::Directml { args } => directml::directml_main(&args),
-        Command::Crosscheck(args) => crosscheck::crosscheck_main(&args, &host, &root),
+        Command::Bench { args } => said(bench::bench_main(&args)),
+        Command::Directml { args } => said(directml::directml_main(&args)),
+        Command::Crosscheck(args) => said(crosscheck::crosscheck_main(&args, &host, &root)),
         Command::Mutants {
             package,
             cargo_mutants_args,
-        } => mutants::mutants_main(&package, &cargo_mutants_args, &root),
+        } => said(mutants::mutants_main(&package, &cargo_mutants_args, &root)),
     };
-    ExitCode::from(status.clamp(0, 255) as u8)
+    // The one place this binary's exit status and error text are decided.
+    dmlcts_cli::finish(result)
+}
+
+/// A command that printed its own words and returns an exit status: 0 passed, 1 failed,
+/// anything else could not run (already said).
+fn said(status: i32) -> CommandResult {
+    match status {
+        0 => Ok(Verdict::Passed),
+        1 => Ok(Verdict::Failed),
+        _ => Err(CommandError::Said),
+    }
 }
 
 /// Writes the generated corpus files; says which changed.
-fn gen_cases() -> i32 {
+fn gen_cases() -> CommandResult {
     let root = repository_root();
     for (path, text) in dmlcts_harness::corpus::generate::generated_files() {
         let full = root.join(&path);
@@ -92,19 +103,16 @@ fn gen_cases() -> i32 {
             dmlcts_cli::say!("unchanged  {path}");
             continue;
         }
-        if let Some(parent) = full.parent()
-            && let Err(e) = std::fs::create_dir_all(parent)
-        {
-            dmlcts_cli::say_err!("error: cannot create {}: {e}", parent.display());
-            return 1;
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                CommandError::Output(format!("cannot create {}: {e}", parent.display()))
+            })?;
         }
-        if let Err(e) = std::fs::write(&full, text) {
-            dmlcts_cli::say_err!("error: cannot write {}: {e}", full.display());
-            return 1;
-        }
+        std::fs::write(&full, text)
+            .map_err(|e| CommandError::Output(format!("cannot write {}: {e}", full.display())))?;
         dmlcts_cli::say!("wrote      {path}");
     }
-    0
+    Ok(Verdict::Passed)
 }
 
 /// The workspace root: xtask lives one folder below it.

@@ -2,7 +2,7 @@
 //! protocol server binary), over the whole corpus.
 
 use dmlcts_backend_cpu::CpuBackend;
-use dmlcts_harness::{Corpus, RunOptions, run_cases};
+use dmlcts_harness::{Corpus, RunOptions, run_case};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
 use dmlcts_tensor::Backend;
 
@@ -10,12 +10,12 @@ use dmlcts_tensor::Backend;
 fn the_whole_corpus_gives_identical_results_in_and_out_of_process() {
     let corpus = Corpus::embedded();
     let options = RunOptions::default();
-    let in_process = run_cases(&CpuBackend::new(), &corpus.cases, &options, |_, _, _| {});
+    let in_process = corpus.cases.iter().map(|case| run_case(&CpuBackend::new(), case, &options)).collect::<Vec<_>>();
     let server =
         ProcessBackend::start(ProcessOptions::new(env!("CARGO_BIN_EXE_dmlcts-cpu-server")))
             .expect("the server starts");
     assert_eq!(server.feature_level(), dmlcts_tensor::FeatureLevel::L4_1);
-    let out_of_process = run_cases(&server, &corpus.cases, &options, |_, _, _| {});
+    let out_of_process = corpus.cases.iter().map(|case| run_case(&server, case, &options)).collect::<Vec<_>>();
     assert_eq!(in_process.len(), out_of_process.len());
     let mut passed = 0;
     for (a, b) in in_process.iter().zip(&out_of_process) {

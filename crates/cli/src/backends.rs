@@ -48,6 +48,11 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// A run session on this backend: its devices as `Session::new` chooses them.
+    pub fn session(self, options: dmlcts_harness::SessionOptions) -> dmlcts_harness::Session<'static> {
+        dmlcts_harness::Session::new(self.backend, self.at_level, options)
+    }
+
     /// A backend that exists at one level only.
     pub fn single(backend: Arc<dyn Backend>) -> Resolved {
         Resolved {
@@ -60,7 +65,7 @@ impl Resolved {
     /// A backend that `make` can have at any level (`backend` itself at its own).
     pub fn per_level(
         backend: Arc<dyn Backend>,
-        make: impl Fn(FeatureLevel) -> Arc<dyn Backend> + 'static,
+        make: impl Fn(FeatureLevel) -> Arc<dyn Backend> + Send + 'static,
     ) -> Resolved {
         let first = backend.clone();
         Resolved {
@@ -110,7 +115,7 @@ pub struct BackendsArgs {
 
 /// `backends`: every name; a backends file that does not load is an error (exit status 2)
 /// after the names that do not come from it.
-pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
+pub fn backends_main(args: &BackendsArgs, host: &Host) -> crate::error::CommandResult {
     let (names, error) = match known(host, args.backend_config.as_deref()) {
         Ok(names) => (names, None),
         Err(e) => (built_in_names(host), Some(e)),
@@ -120,11 +125,8 @@ pub fn backends_main(args: &BackendsArgs, host: &Host) -> i32 {
         crate::say!("{:16} {}", text::line(&name), text::line(&about));
     }
     match error {
-        Some(e) => {
-            crate::say_err!("error: {e}");
-            2
-        }
-        None => 0,
+        Some(e) => Err(crate::error::CommandError::Input(e)),
+        None => Ok(crate::error::Verdict::Passed),
     }
 }
 
@@ -135,15 +137,14 @@ pub struct ServeCpuArgs {
     pub feature_level: Option<FeatureLevel>,
 }
 
-/// `serve-cpu`: the CPU backend as a protocol server on stdin/stdout.
-pub fn serve_cpu_main(args: &ServeCpuArgs) -> i32 {
-    match dmlcts_backend_cpu::serve_stdio(args.feature_level) {
-        Ok(()) => 0,
-        Err(e) => {
-            crate::say_err!("dmlcts serve-cpu: {e}");
-            1
-        }
+/// `serve-cpu`: the CPU backend as a protocol server on stdin/stdout. A broken connection
+/// fails it (exit status 1), with its reason on stderr.
+pub fn serve_cpu_main(args: &ServeCpuArgs) -> crate::error::CommandResult {
+    let served = dmlcts_backend_cpu::serve_stdio(args.feature_level);
+    if let Err(e) = &served {
+        crate::say_err!("dmlcts serve-cpu: {e}");
     }
+    Ok(crate::error::Verdict::failed_if(served.is_err()))
 }
 
 /// The `expecting` text is `read::BACKENDS_FILE.expecting`: a file that is not one at all is

@@ -1,17 +1,17 @@
 //! The closing lines of a run (skips and informational results by reason, each level with
-//! `--verbose`, the failed cases), the summary line, and the report files (`--json`,
-//! `--junit`, `-` for stdout). Every text from a backend or a case file is escaped
+//! `--verbose`, the failed cases) and the summary line, as the terminal reporter prints them;
+//! `-` as a report path (stdout). Every text from a backend or a case file is escaped
 //! (`dmlcts_harness::text`) before it is printed.
 
 use crate::out::{Paint, count, paint};
-use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
+use dmlcts_harness::report::Summary;
 use dmlcts_harness::text::Line;
 use dmlcts_harness::{CaseResult, Status};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Skips by reason, most frequent first (twelve at most).
-pub fn print_skip_reasons(results: &[CaseResult]) {
+pub(crate) fn print_skip_reasons(results: &[CaseResult]) {
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for r in results.iter().filter(|r| r.status == Status::Skipped) {
         *reasons.entry(r.reason.as_str()).or_default() += 1;
@@ -34,7 +34,7 @@ pub fn print_skip_reasons(results: &[CaseResult]) {
 }
 
 /// Must-reject cases accepted under the backend's validation profile, by rule.
-pub fn print_informational(results: &[CaseResult]) {
+pub(crate) fn print_informational(results: &[CaseResult]) {
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     for r in results.iter().filter(|r| r.status == Status::Informational) {
         *reasons.entry(r.reason.as_str()).or_default() += 1;
@@ -49,7 +49,7 @@ pub fn print_informational(results: &[CaseResult]) {
 }
 
 /// `--verbose`: the summary per case feature level.
-pub fn print_levels(results: &[CaseResult]) {
+pub(crate) fn print_levels(results: &[CaseResult]) {
     crate::say!("by the cases' feature level:");
     for (level, summary) in Summary::by_level(results) {
         let expected = if summary.expected_failures > 0 {
@@ -69,7 +69,7 @@ pub fn print_levels(results: &[CaseResult]) {
 }
 
 /// The failed results, one line each (as cargo test and pytest end), before the summary.
-pub fn print_failed_list(results: &[CaseResult]) {
+pub(crate) fn print_failed_list(results: &[CaseResult]) {
     let failed: Vec<&CaseResult> = results
         .iter()
         .filter(|r| r.status == Status::Failed)
@@ -95,7 +95,7 @@ pub fn print_failed_list(results: &[CaseResult]) {
 }
 
 /// The summary line, coloured: green when nothing failed, its failures red.
-pub fn summary_line(summary: &Summary) -> String {
+pub(crate) fn summary_line(summary: &Summary) -> String {
     let line = summary.line();
     if summary.failed == 0 {
         return paint(Paint::Green, &line);
@@ -105,40 +105,6 @@ pub fn summary_line(summary: &Summary) -> String {
 }
 
 /// A report path: `-` is stdout.
-pub fn is_stdout(path: &Path) -> bool {
+pub(crate) fn is_stdout(path: &Path) -> bool {
     path.as_os_str() == "-"
-}
-
-/// `--json` and `--junit`; false when one could not be written (said on stderr).
-pub fn write_reports(
-    json: Option<&PathBuf>,
-    junit: Option<&PathBuf>,
-    info: &RunInfo,
-    results: &[CaseResult],
-) -> bool {
-    let mut written = true;
-    let reports = [
-        (json, json.map(|_| json_report(info, results))),
-        (junit, junit.map(|_| junit_report(info, results))),
-    ];
-    for (path, text) in reports {
-        let (Some(path), Some(text)) = (path, text) else {
-            continue;
-        };
-        let result = if is_stdout(path) {
-            crate::out::report_to_stdout(&text)
-        } else {
-            write_report(path, &text)
-        };
-        if let Err(e) = result {
-            crate::say_err!("error: cannot write {}: {e}", path.display());
-            written = false;
-        }
-    }
-    written
-}
-
-/// Written to a temporary file and renamed: a link or FIFO at the name is replaced.
-fn write_report(path: &Path, text: &str) -> std::io::Result<()> {
-    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
 }

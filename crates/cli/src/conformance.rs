@@ -2,23 +2,18 @@
 //! lines, reports, exit status) around the harness's runner.
 
 use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
-use crate::closing::{
-    is_stdout, print_failed_list, print_informational, print_levels, print_skip_reasons,
-    summary_line, write_reports,
-};
-use crate::out::{ColorChoice, Paint, count, paint};
-use crate::progress::Progress;
+use crate::closing::is_stdout;
+use crate::error::{CommandError, CommandResult, Verdict};
+use crate::out::{ColorChoice, count};
+use crate::reporters::{ReportFiles, Terminal};
 use crate::{Host, parse_feature_level, parse_seconds};
 use clap::Args;
 use dmlcts_harness::expectations::Expectations;
-use dmlcts_harness::report::{RunInfo, Summary};
 use dmlcts_harness::run::replay::dmlcts_env;
-use dmlcts_harness::text::{Block, Line};
-use dmlcts_harness::{
-    Case, CaseResult, Corpus, Devices, ReplayRecipe, ResultIds, SkipCheck, Status, case_id,
-    load_error_results, run_case,
-};
-use dmlcts_tensor::{FeatureLevel, ValidationProfile};
+use dmlcts_harness::session::SessionOptions;
+use dmlcts_harness::text::Line;
+use dmlcts_harness::{Case, Corpus, ReplayRecipe};
+use dmlcts_tensor::FeatureLevel;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -180,23 +175,28 @@ pub fn load_corpus(paths: &[PathBuf]) -> (Corpus, String) {
     }
 }
 
-/// Runs the conformance command; returns the process exit status (0 iff nothing failed).
-pub fn conformance_main(args: &ConformanceArgs, host: &Host) -> i32 {
+/// Runs the conformance command.
+pub fn conformance_main(args: &ConformanceArgs, host: &Host) -> CommandResult {
     conformance_with(args, host.program, &|request| resolve(host, request))
 }
 
 /// The conformance command with a backend made by `resolve` (tests pass their own).
-/// `host_program` starts the replay commands (`cargo xtask`, `dmlcts`). Exit status: 0
-/// when nothing failed, 1 when a case (or the run's own check) failed, 2 when the run could
-/// not be made (a filter selecting nothing, a backend that cannot start, a file that cannot
-/// be read or written).
-pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Resolver<'_>) -> i32 {
+/// `host_program` starts the replay commands (`cargo xtask`, `dmlcts`). `Passed` when nothing
+/// failed, `Failed` when a case (or the run's own check) failed, an error when the run could
+/// not be made (a filter selecting nothing, a backend that cannot start, a file that cannot be
+/// read or written).
+pub fn conformance_with(
+    args: &ConformanceArgs,
+    host_program: &str,
+    resolve: Resolver<'_>,
+) -> CommandResult {
     if let (Some(json), Some(junit)) = (&args.json, &args.junit)
         && is_stdout(json)
         && is_stdout(junit)
     {
-        crate::say_err!("error: --json - and --junit - cannot both have stdout");
-        return 2;
+        return Err(CommandError::Usage(
+            "--json - and --junit - cannot both have stdout".to_string(),
+        ));
     }
     if args.json.as_deref().is_some_and(is_stdout) || args.junit.as_deref().is_some_and(is_stdout) {
         crate::out::human_text_to_stderr();
@@ -212,106 +212,58 @@ pub fn conformance_with(args: &ConformanceArgs, host_program: &str, resolve: Res
         .filter(|c| args.selects(c))
         .collect();
     if cases.is_empty() && (!args.filters.is_empty() || corpus.errors.is_empty()) {
-        crate::say_err!(
-            "error: {}",
-            nothing_selected(&args.filters, args.exact, loaded, &from)
-        );
-        return 2;
+        return Err(CommandError::Usage(nothing_selected(
+            &args.filters,
+            args.exact,
+            loaded,
+            &from,
+        )));
     }
     if args.list {
-        return list_cases(&cases, &corpus.errors);
+        return Ok(list_cases(&cases, &corpus.errors));
     }
-    if let Err(status) = check_before_run(args) {
-        return status;
-    }
-    let backend_name = args.backend.backend.clone();
-    let (resolved, resolve_time) = match resolve_backend(args, resolve) {
-        Ok(resolved) => resolved,
-        Err(status) => return status,
-    };
-    if let Some(reason) = &resolved.not_ready {
-        // One error, not a failure per case: nothing can run on a backend that did not start.
-        crate::say_err!(
-            "{} --backend {}: the backend cannot start: {}",
-            paint(Paint::Red, "error:"),
-            Line(&backend_name),
-            Block(reason)
-        );
-        return 2;
-    }
-    let expectations = match load_expectations(args) {
-        Ok(expectations) => expectations,
-        Err(status) => return status,
-    };
-    let mut run = prepare(
-        resolved,
-        args.feature_level,
-        args.strict_level,
-        expectations.as_ref(),
-    );
-    run.info.suite = suite;
-    print_header(&run, cases.len());
-
-    let mut results = load_error_results(&corpus.errors);
-    for result in &results {
-        crate::say!("{}", failure_text(result));
-    }
-    let recipe = args.replay_recipe(host_program);
-    let skip_check = run_cases(&mut run, &cases, args.verbose, &recipe, &mut results);
-    let mut info = run.info;
-    info.startup += resolve_time;
-
-    if let Some(expectations) = &expectations {
-        let stale = apply_expectations(expectations, &info, &recipe, &mut results);
-        for result in results.iter().filter(|r| r.reason == "unexpected pass") {
-            crate::say!("{}", failure_text(result));
-        }
-        for case in stale {
-            crate::say!(
-                "note: the expectations file names `{}`, which did not run",
-                Line(&case)
-            );
-        }
-    }
-    if let Some(failure) = skip_check.failure(&info.backend) {
-        results.push(skipped_everything(&info.backend, &failure));
-    }
-    summarize(args, &info, &results, cases.len())
-}
-
-/// Before the backend starts: the `--json` and `--junit` files can be written (exit status 2
-/// if not), so a run never ends in "cannot write".
-fn check_before_run(args: &ConformanceArgs) -> Result<(), i32> {
+    // Before the backend starts: the report files can be written, so a run never ends in
+    // "cannot write".
     crate::preflight::check_report_files(&[
         ("--json", args.json.as_deref()),
         ("--junit", args.junit.as_deref()),
-    ])
-}
-
-/// The result that fails a run in which an available backend skipped every case it could
-/// run: counted as a failure in the summary, the JSON and the JUnit report.
-pub fn skipped_everything(backend: &str, failure: &str) -> CaseResult {
-    CaseResult::run_failure(
-        "skipped-everything",
-        &format!("run: backend {backend} tested nothing"),
-        "the backend skipped every case it could run",
-        &format!("  {failure}\n"),
-    )
-}
-
-/// A failure as printed: its report, `FAIL` coloured.
-pub fn failure_text(result: &CaseResult) -> String {
-    let report = result.failure_report();
-    let report = report.trim_end();
-    match report.strip_prefix("FAIL ") {
-        Some(rest) => format!("{} {rest}\n", paint(Paint::Red, "FAIL")),
-        None => format!("{report}\n"),
+    ])?;
+    let (resolved, resolve_time) = resolve_backend(args, resolve)?;
+    if let Some(reason) = &resolved.not_ready {
+        // One error, not a failure per case: nothing can run on a backend that did not start.
+        return Err(CommandError::Backend(format!(
+            "--backend {}: the backend cannot start: {reason}",
+            Line(&args.backend.backend)
+        )));
     }
+    let expectations = match &args.expectations {
+        Some(path) => Some(
+            Expectations::load(path)
+                .map_err(|e| CommandError::Input(format!("--expectations: {e}")))?,
+        ),
+        None => None,
+    };
+    let recipe = args.replay_recipe(host_program);
+    let mut session = resolved.session(SessionOptions {
+        feature_level: args.feature_level,
+        strict_level: args.strict_level,
+        expectations,
+        not_enforced: Vec::new(),
+        replay: Some(recipe),
+    });
+    session.info_mut().suite = suite;
+    session.info_mut().startup = resolve_time;
+    let mut files = ReportFiles::new(args.json.clone(), args.junit.clone());
+    let mut terminal = Terminal::new(args.verbose);
+    // The report files are written before the terminal's closing lines, as the run ends.
+    let report = session.run(&cases, &corpus.errors, &mut (&mut files, &mut terminal));
+    files.result()?;
+    Ok(Verdict::failed_if(report.summary.failed > 0))
 }
 
 /// `--list`: the selected cases, how many, then the corpus's load errors (exit status 1 if
 /// any).
-fn list_cases(cases: &[Case], errors: &[impl std::fmt::Display]) -> i32 {
+fn list_cases(cases: &[Case], errors: &[impl std::fmt::Display]) -> Verdict {
     for case in cases {
         crate::say!(
             "{}  ({}:{}, {}, level {})",
@@ -333,14 +285,14 @@ fn list_cases(cases: &[Case], errors: &[impl std::fmt::Display]) -> i32 {
         ));
     }
     crate::say!("{total}");
-    if errors.is_empty() { 0 } else { 1 }
+    Verdict::failed_if(!errors.is_empty())
 }
 
-/// Makes the backend `--backend` names, and times it (start-up); an error is exit status 2.
+/// Makes the backend `--backend` names, and times it (start-up).
 fn resolve_backend(
     args: &ConformanceArgs,
     resolve: Resolver<'_>,
-) -> Result<(Resolved, Duration), i32> {
+) -> Result<(Resolved, Duration), CommandError> {
     let backend_name = args.backend.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
@@ -350,272 +302,20 @@ fn resolve_backend(
         adapter: args.backend.adapter.clone(),
     };
     let starting = Instant::now();
-    let resolved = match resolve(&request) {
-        Ok(resolved) => resolved,
-        Err(e) => {
-            crate::say_err!(
-                "{} --backend {}: {}",
-                paint(Paint::Red, "error:"),
-                Line(&backend_name),
-                Block(&e)
-            );
-            return Err(2);
-        }
-    };
-    let resolve_time = starting.elapsed();
-    Ok((resolved, resolve_time))
-}
-
-/// The `--expectations` file, if given; one that does not load is exit status 2.
-fn load_expectations(args: &ConformanceArgs) -> Result<Option<Expectations>, i32> {
-    let expectations = match &args.expectations {
-        Some(path) => match Expectations::load(path) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                crate::say_err!("error: --expectations: {}", Block(&e.to_string()));
-                return Err(2);
-            }
-        },
-        None => None,
-    };
-    Ok(expectations)
-}
-
-/// The first lines: the backend, its device, how levels are chosen, its profile, the cases;
-/// then the suite, its commit and the corpus.
-fn print_header(run: &PreparedRun, cases: usize) {
-    let info = &run.info;
-    crate::say!(
-        "dmlcts conformance: backend {} ({}), {}{}, {}",
-        Line(&info.backend),
-        if info.device.is_empty() {
-            "no device description".to_string()
-        } else {
-            Line(&info.device).to_string()
-        },
-        run.level_text,
-        run.profile_text(),
-        count(cases, "case", "cases")
-    );
-    crate::say!("suite: {}, {}", info.suite.name(), info.suite.corpus());
-}
-
-/// Runs the cases under a progress line, printing each failure as it comes (with `verbose`,
-/// every case, with the level it ran at); their results go after those already in `results`.
-fn run_cases(
-    run: &mut PreparedRun,
-    cases: &[Case],
-    verbose: bool,
-    recipe: &ReplayRecipe,
-    results: &mut Vec<CaseResult>,
-) -> SkipCheck {
-    let mut progress = Progress::new(cases.len());
-    let skip_check = run.run(cases, recipe, &mut |result| {
-        if result.status == Status::Failed {
-            progress.clear();
-            crate::say!("{}", failure_text(result));
-        } else if verbose {
-            progress.clear();
-            crate::say!("{}", verbose_line(result));
-            if result.status == Status::Informational {
-                crate::say!("{}", Block(result.details.trim_end()));
-            }
-            for note in &result.notes {
-                crate::say!("    note: {}", Line(note));
-            }
-        }
-        progress.update(result);
-        results.push(result.clone());
-    });
-    progress.clear();
-    skip_check
-}
-
-/// `--verbose`: `passed NAME (at 4_1)`, and `: REASON` where there is one.
-pub fn verbose_line(result: &CaseResult) -> String {
-    let mut line = format!("{} {}", result.status.name(), Line(&result.name));
-    if let Some(level) = result.run_level {
-        line.push_str(&format!(" (at {level})"));
-    }
-    if !result.reason.is_empty() {
-        line.push_str(&format!(": {}", Line(&result.reason)));
-    }
-    line
-}
-
-/// The closing lines (skips and informational results by reason, expected failures, with
-/// `--verbose` each level, the times, the failed cases), the reports and the summary line.
-/// Returns the exit status: 1 when a case or the run's own check failed, 2 when a report was
-/// not written.
-fn summarize(args: &ConformanceArgs, info: &RunInfo, results: &[CaseResult], cases: usize) -> i32 {
-    print_skip_reasons(results);
-    print_informational(results);
-    let summary = Summary::of(results);
-    if summary.expected_failures > 0 {
-        crate::say!(
-            "{} (listed in the expectations file)",
-            count(
-                summary.expected_failures,
-                "expected failure",
-                "expected failures"
-            )
-        );
-    }
-    if args.verbose {
-        print_levels(results);
-    }
-    crate::say!(
-        "backend start-up {:.3} s; {} in {:.3} s",
-        info.startup.as_secs_f64(),
-        count(cases, "case ran", "cases ran"),
-        info.cases_time.as_secs_f64()
-    );
-    print_failed_list(results);
-    let mut status = if summary.failed == 0 { 0 } else { 1 };
-    if !write_reports(args.json.as_ref(), args.junit.as_ref(), info, results) {
-        status = 2;
-    }
-    crate::say!("{}", summary_line(&summary));
-    status
-}
-
-/// A resolved backend ready to run cases: its devices (one per level, or pinned) and what
-/// the reports say about the run. `conformance` and `matrix` both run backends through it.
-pub struct PreparedRun {
-    devices: Devices<'static>,
-    pub info: RunInfo,
-    /// How the cases' levels are chosen, in words.
-    pub level_text: String,
-    /// The expectations file's `not_enforced` rules for this backend (added to its profile).
-    pub not_enforced: Vec<String>,
-    /// The validation profile the run holds the backend to.
-    pub profile: ValidationProfile,
-}
-
-/// Chooses the devices for a resolved backend: pinned at `feature_level`, a device at each
-/// case's own level where the backend can act at several, or the backend's only level; and
-/// its validation profile, with the expectations file's `not_enforced` rules for it.
-pub fn prepare(
-    resolved: Resolved,
-    feature_level: Option<FeatureLevel>,
-    strict_level: bool,
-    expectations: Option<&Expectations>,
-) -> PreparedRun {
-    let backend = resolved.backend.clone();
-    let strict = if strict_level { " (strict)" } else { "" };
-    let (level_text, devices) = match (feature_level, resolved.at_level) {
-        (Some(level), _) => (
-            format!("feature level {level}{strict}"),
-            Devices::pinned(backend.clone(), level, strict_level),
-        ),
-        (None, Some(at_level)) => (
-            "each case at its own feature level".to_string(),
-            Devices::per_case(at_level, strict_level),
-        ),
-        (None, None) => {
-            let only = backend.clone();
-            (
-                format!(
-                    "feature level {}{strict} (the only level it offers)",
-                    backend.feature_level()
-                ),
-                Devices::per_case(Box::new(move |_| only.clone()), strict_level),
-            )
-        }
-    };
-    let mut info = RunInfo {
-        backend: backend.name(),
-        device: backend.device(),
-        feature_level: match feature_level {
-            Some(level) => level.to_string(),
-            None if level_text.starts_with("each") => "each case's own".to_string(),
-            None => backend.feature_level().to_string(),
-        },
-        strict_level,
-        ..RunInfo::default()
-    };
-    // The expectations file's `not_enforced` entries for this backend add to its profile.
-    let not_enforced: Vec<String> = expectations
-        .iter()
-        .flat_map(|e| &e.not_enforced)
-        .filter(|n| n.applies(&info.backend, &info.device))
-        .flat_map(|n| n.rules.iter().cloned())
-        .collect();
-    let profile = backend.validation_profile().without(&not_enforced);
-    info.validation_profile = profile.name();
-    PreparedRun {
-        devices,
-        info,
-        level_text,
-        not_enforced,
-        profile,
-    }
-}
-
-impl PreparedRun {
-    /// `, validation profile P` for a backend that is not strict; empty for a strict one.
-    pub fn profile_text(&self) -> String {
-        match self.profile {
-            ValidationProfile::Strict => String::new(),
-            _ => format!(", validation profile {}", self.info.validation_profile),
-        }
-    }
-
-    /// Runs every case through `run_case` on its device, in order, handing each result to
-    /// `on_result`; fills in the start-up (making devices) and case times. Failures' replay
-    /// commands come from `recipe`; results get ids unique in the run (`ResultIds`).
-    pub fn run(
-        &mut self,
-        cases: &[Case],
-        recipe: &ReplayRecipe,
-        on_result: &mut dyn FnMut(&CaseResult),
-    ) -> SkipCheck {
-        let started = Instant::now();
-        let mut skip_check = SkipCheck::default();
-        let mut ids = ResultIds::default();
-        for case in cases {
-            let (device, mut options) = self.devices.for_case(case);
-            options.replay = Some(recipe.clone());
-            options.not_enforced = self.not_enforced.clone();
-            let mut result = run_case(device.as_ref(), case, &options);
-            result.id = ids.unique(case_id(case));
-            let skipped = (result.status == Status::Skipped).then_some(result.reason.as_str());
-            skip_check.record(device.as_ref(), case, &options, skipped);
-            on_result(&result);
-        }
-        // Making a device at a new level is start-up too (a GPU device, a Python import).
-        self.info.startup = self.devices.startup();
-        self.info.cases_time = started.elapsed().saturating_sub(self.devices.startup());
-        skip_check
-    }
-}
-
-/// Applies an expectations file to a run's results; an unexpected pass gets the run's replay
-/// command (`recipe`, which names the expectations file). Returns the entries for this
-/// backend naming no case that ran.
-pub fn apply_expectations(
-    expectations: &Expectations,
-    info: &RunInfo,
-    recipe: &ReplayRecipe,
-    results: &mut [CaseResult],
-) -> Vec<String> {
-    let stale = expectations.apply(&info.backend, &info.device, results);
-    for result in results.iter_mut() {
-        if result.reason == "unexpected pass" && result.replay.is_none() {
-            result.replay = Some(recipe.for_case(&result.name, &result.file));
-        }
-    }
-    stale
+    let resolved = resolve(&request)
+        .map_err(|e| CommandError::Backend(format!("--backend {}: {e}", Line(&backend_name))))?;
+    Ok((resolved, starting.elapsed()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dmlcts_harness::Session;
 
     #[test]
     fn an_unexpected_pass_gets_the_run_s_replay_command_with_its_expectations_file() {
         let expectations: Expectations = serde_yaml::from_str(
-            "expected_failures:\n  - backend: directml\n    case: doc.split.example1_axis2\n    reason: r\n",
+            "expected_failures:\n  - backend: oracle\n    case: doc.split.example1_axis2\n    reason: r\n",
         )
         .unwrap();
         let case = Corpus::embedded()
@@ -623,12 +323,6 @@ mod tests {
             .into_iter()
             .find(|c| c.name == "doc.split.example1_axis2")
             .unwrap();
-        let oracle = dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1);
-        let mut results = vec![run_case(&oracle, &case, &Default::default())];
-        let info = RunInfo {
-            backend: "directml".to_string(),
-            ..RunInfo::default()
-        };
         let args = <Words as clap::Parser>::parse_from([
             "conformance",
             "--backend",
@@ -643,12 +337,23 @@ mod tests {
         if let ReplayRecipe::Conformance { env, .. } = &mut recipe {
             env.clear();
         }
-        let stale = apply_expectations(&expectations, &info, &recipe, &mut results);
-        assert!(stale.is_empty());
-        assert_eq!(results[0].status, Status::Failed);
-        assert_eq!(results[0].reason, "unexpected pass");
+        let oracle = std::sync::Arc::new(dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1));
+        let session = Session::new(
+            oracle,
+            None,
+            SessionOptions {
+                expectations: Some(expectations),
+                replay: Some(recipe),
+                ..SessionOptions::default()
+            },
+        );
+        let report = session.run(std::slice::from_ref(&case), &[], &mut ());
+        assert!(report.stale.is_empty());
+        let result = &report.results[0];
+        assert_eq!(result.status, dmlcts_harness::Status::Failed);
+        assert_eq!(result.reason, "unexpected pass");
         assert_eq!(
-            results[0].replay.as_ref().map(|r| r.render()).as_deref(),
+            result.replay.as_ref().map(|r| r.render()).as_deref(),
             Some(
                 "dmlcts conformance --backend directml@1.9.0 --process-timeout 90 \
                  --expectations expectations/directml.yaml --filter doc.split.example1_axis2 --exact"
@@ -711,10 +416,10 @@ mod tests {
     #[test]
     fn verbose_lines_name_the_level_and_end_without_spaces() {
         let case = Corpus::embedded().cases.remove(0);
-        let oracle = dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1);
-        let result = run_case(&oracle, &case, &Default::default());
+        let oracle = std::sync::Arc::new(dmlcts_oracle::OracleBackend::new(FeatureLevel::L4_1));
+        let result = Session::new(oracle, None, SessionOptions::default()).step(&case);
         assert_eq!(
-            verbose_line(&result),
+            crate::reporters::verbose_line(&result),
             format!("passed {} (at 4_1)", case.name)
         );
     }

@@ -3,6 +3,7 @@
 
 use crate::backends::{BackendRequest, Resolved, Resolver, resolve};
 use crate::conformance::BackendOptions;
+use crate::error::{CommandError, CommandResult, Verdict};
 use crate::{Host, parse_feature_level, parse_seconds};
 use clap::{ArgGroup, Args, Subcommand};
 use dmlcts_fuzz::report::{campaign_command, json_report};
@@ -135,35 +136,27 @@ fn progress_line(p: &Progress) -> String {
     )
 }
 
-pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> i32 {
+pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> CommandResult {
     fuzz_with(args, host, &|request| resolve(host, request))
 }
 
 /// `fuzz` with a resolver of its own (a test's planted backends; `fuzz_main` resolves as the
 /// host does).
-pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
+pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> CommandResult {
     if let Some(FuzzCommand::Merge(merge)) = &args.command {
         return merge_main(merge);
     }
     let backend_name = args.backend.backend.clone();
-    let mut options = match campaign_options(args, host) {
-        Ok(options) => options,
-        Err(status) => return status,
-    };
+    let mut options = campaign_options(args, host)?;
     // Held until the campaign's report is written.
-    let _out_lock = match check_before_run(args, &options) {
-        Ok(lock) => lock,
-        Err(status) => return status,
-    };
+    let _out_lock = check_before_run(args, &options)?;
     let jobs = usize::from(args.jobs);
-    let (instances, startup) = match start_instances(args, resolver, jobs) {
-        Ok(started) => started,
-        Err(status) => return status,
-    };
+    let (instances, startup) = start_instances(args, resolver, jobs)?;
     let first = instances[0][0].clone();
     if let Some(reason) = first.unavailable_reason() {
-        crate::say_err!("fuzz: backend {backend_name} is unavailable here: {reason}");
-        return 2;
+        return Err(CommandError::Backend(format!(
+            "fuzz: backend {backend_name} is unavailable here: {reason}"
+        )));
     }
     options.device = first.device();
     let command = campaign_command(&options, jobs, None).render();
@@ -226,11 +219,9 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
     if options.time.is_some() {
         crate::say!("fuzz: repeat these cases with: {command}");
     }
-    if let Some(path) = &args.json
-        && let Err(e) = write_json(path, &options, &outcome, &command, startup)
-    {
-        crate::say_err!("error: --json {}: {e}", path.display());
-        return 2;
+    if let Some(path) = &args.json {
+        write_json(path, &options, &outcome, &command, startup)
+            .map_err(|e| CommandError::Output(format!("--json {}: {e}", path.display())))?;
     }
     if outcome.skipped_everything() {
         crate::say_err!(
@@ -238,9 +229,9 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> i32 {
              above), so nothing was checked",
             outcome.descriptors_run
         );
-        return 1;
+        return Ok(Verdict::Failed);
     }
-    i32::from(outcome.new_buckets().next().is_some())
+    Ok(Verdict::failed_if(outcome.new_buckets().next().is_some()))
 }
 
 /// The descriptors the backend could not run, by reason (the backend's text, escaped).
@@ -265,8 +256,8 @@ fn print_skip_reasons(outcome: &dmlcts_fuzz::CampaignOutcome) {
 
 /// The campaign's options from the command line (the backend's device, the replay settings
 /// and the program are filled in once it runs); an expectations file that does not load is
-/// exit status 2.
-fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32> {
+/// an error.
+fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, CommandError> {
     let backend_name = args.backend.backend.clone();
     let seed = args.seed.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -308,38 +299,28 @@ fn campaign_options(args: &FuzzArgs, host: &Host) -> Result<CampaignOptions, i32
             .extend(["--expectations".to_string(), path.display().to_string()]);
     }
     if let Some(path) = &args.expectations {
-        match Expectations::load(path) {
-            Ok(e) => {
-                options.known_differences = e.known_differences;
-                options.not_enforced = e.not_enforced;
-            }
-            Err(e) => {
-                crate::say_err!("error: --expectations: {e}");
-                return Err(2);
-            }
-        }
+        let e = Expectations::load(path)
+            .map_err(|e| CommandError::Input(format!("--expectations: {e}")))?;
+        options.known_differences = e.known_differences;
+        options.not_enforced = e.not_enforced;
     }
     Ok(options)
 }
 
 /// Before any backend starts: the `--json` file can be written, and the `--out` folder can be
-/// written in and is this campaign's alone (its lock, held by the returned guard); exit
-/// status 2 if not, so a campaign never loses its cases or its report at the end.
+/// written in and is this campaign's alone (its lock, held by the returned guard); an error
+/// if not, so a campaign never loses its cases or its report at the end.
 fn check_before_run(
     args: &FuzzArgs,
     options: &CampaignOptions,
-) -> Result<Option<dmlcts_fuzz::save::OutFolderLock>, i32> {
+) -> Result<Option<dmlcts_fuzz::save::OutFolderLock>, CommandError> {
     crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let Some(out) = &options.out_dir else {
         return Ok(None);
     };
-    match dmlcts_fuzz::save::OutFolderLock::acquire(out) {
-        Ok(lock) => Ok(Some(lock)),
-        Err(e) => {
-            crate::say_err!("error: --out {}: {e}", out.display());
-            Err(2)
-        }
-    }
+    dmlcts_fuzz::save::OutFolderLock::acquire(out)
+        .map(Some)
+        .map_err(|e| CommandError::Output(format!("--out {}: {e}", out.display())))
 }
 
 /// A job's devices: the backend at each level the campaign runs at.
@@ -347,12 +328,12 @@ type JobDevices = Vec<Arc<dyn Backend>>;
 
 /// One backend instance per job (out-of-process backends start one process each), each as a
 /// device per level the campaign runs at, and the time starting them took; a backend that
-/// cannot be made, or not at `--feature-level`, is exit status 2.
+/// cannot be made, or not at `--feature-level`, is an error.
 fn start_instances(
     args: &FuzzArgs,
     resolver: Resolver<'_>,
     jobs: usize,
-) -> Result<(Vec<JobDevices>, Duration), i32> {
+) -> Result<(Vec<JobDevices>, Duration), CommandError> {
     let backend_name = args.backend.backend.clone();
     let request = BackendRequest {
         name: backend_name.clone(),
@@ -365,20 +346,9 @@ fn start_instances(
     // Starting them (processes, a Python import, a GPU device) is timed apart from the cases.
     let starting = Instant::now();
     for _ in 0..jobs {
-        let resolved = match resolver(&request) {
-            Ok(resolved) => resolved,
-            Err(e) => {
-                crate::say_err!("error: --backend {backend_name}: {e}");
-                return Err(2);
-            }
-        };
-        match devices(resolved, args.feature_level) {
-            Ok(devices) => instances.push(devices),
-            Err(e) => {
-                crate::say_err!("error: --backend {backend_name}: {e}");
-                return Err(2);
-            }
-        }
+        let backend_error = |e| CommandError::Backend(format!("--backend {backend_name}: {e}"));
+        let resolved = resolver(&request).map_err(backend_error)?;
+        instances.push(devices(resolved, args.feature_level).map_err(backend_error)?);
     }
     let startup = starting.elapsed();
     Ok((instances, startup))
@@ -527,22 +497,15 @@ fn fuzz_suite() -> serde_json::Value {
 }
 
 /// `fuzz merge`: the shards' reports into one; its summary and buckets printed, the JSON
-/// written where asked. Exit status 2 for reports that cannot be merged, 1 for a new finding.
-fn merge_main(args: &MergeArgs) -> i32 {
+/// written where asked. An error for reports that cannot be merged, failed for a new finding.
+fn merge_main(args: &MergeArgs) -> CommandResult {
     if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
         crate::out::human_text_to_stderr();
     }
-    if crate::preflight::check_report_files(&[("--json", args.json.as_deref())]).is_err() {
-        return 2;
-    }
+    crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let paths: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
-    let merged = match dmlcts_fuzz::merge::merge_reports(&paths) {
-        Ok(merged) => merged,
-        Err(e) => {
-            crate::say_err!("error: fuzz merge: {e}");
-            return 2;
-        }
-    };
+    let merged = dmlcts_fuzz::merge::merge_reports(&paths)
+        .map_err(|e| CommandError::Input(format!("fuzz merge: {e}")))?;
     let buckets = merged["buckets"].as_array().cloned().unwrap_or_default();
     crate::say!(
         "fuzz merge: {} of seed {}: {} cases ({} descriptors)",
@@ -578,10 +541,7 @@ fn merge_main(args: &MergeArgs) -> i32 {
         } else {
             dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
         };
-        if let Err(e) = written {
-            crate::say_err!("error: --json {}: {e}", path.display());
-            return 2;
-        }
+        written.map_err(|e| CommandError::Output(format!("--json {}: {e}", path.display())))?;
     }
     if merged["skipped_everything"] == true {
         crate::say_err!(
@@ -589,7 +549,9 @@ fn merge_main(args: &MergeArgs) -> i32 {
              was checked",
             merged["descriptors_run"]
         );
-        return 1;
+        return Ok(Verdict::Failed);
     }
-    i32::from(merged["new_findings"].as_u64().unwrap_or(0) > 0)
+    Ok(Verdict::failed_if(
+        merged["new_findings"].as_u64().unwrap_or(0) > 0,
+    ))
 }

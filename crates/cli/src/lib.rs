@@ -7,25 +7,34 @@
 
 pub mod out;
 
-pub mod backends;
+mod backends;
 mod closing;
-pub mod conformance;
-pub mod fuzz;
-pub mod matrix;
-pub mod preflight;
+mod conformance;
+mod error;
+mod fuzz;
+mod matrix;
+mod preflight;
 mod progress;
-pub mod show;
-pub mod suite;
+mod reporters;
+mod show;
+mod suite;
 
 use clap::Subcommand;
 use dmlcts_tensor::FeatureLevel;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use backends::BackendRequest;
-pub use conformance::ConformanceArgs;
-pub use fuzz::FuzzArgs;
-pub use matrix::MatrixArgs;
+// The crate's surface: what the `dmlcts` binary, `cargo xtask` and the crate's tests use
+// (crates/cli/tests/public_api.rs lists it). Everything else is private to its module.
+pub use backends::{
+    BackendRequest, Resolved, Resolver, find_directml_stack, found_directml_names,
+    ready_directml_names, resolve,
+};
+pub use conformance::{ConformanceArgs, conformance_with};
+pub use error::{CommandError, CommandResult, Verdict, exit_status, finish};
+pub use fuzz::{FuzzArgs, fuzz_with};
+pub use matrix::{MatrixArgs, Wanted, matrix_with};
+pub use suite::{COMMIT, version_text};
 
 /// Where the installed `dmlcts fuzz` saves its cases when `--out` is not given.
 pub const DEFAULT_FUZZ_OUT: &str = "dmlcts-regressions";
@@ -79,8 +88,9 @@ pub enum SuiteCommand {
 }
 
 impl SuiteCommand {
-    /// Runs the command; returns the process exit status.
-    pub fn run(self, host: &Host) -> i32 {
+    /// Runs the command: its verdict, or why it could not run (`finish` turns either into
+    /// the exit status).
+    pub fn run(self, host: &Host) -> CommandResult {
         match self {
             SuiteCommand::Conformance(args) => conformance::conformance_main(&args, host),
             SuiteCommand::Fuzz(args) => fuzz::fuzz_main(&args, host),
@@ -89,7 +99,7 @@ impl SuiteCommand {
             SuiteCommand::Show(args) => show::show_main(&args),
             SuiteCommand::Protocol => {
                 crate::say!("{}", PROTOCOL_DOC.trim_end());
-                0
+                Ok(Verdict::Passed)
             }
             SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
         }

@@ -2,7 +2,7 @@
 //! corpus is compiled in; run it against your backend from any folder.
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use dmlcts_cli::backends::{find_directml_stack, found_directml_names, ready_directml_names};
+use dmlcts_cli::{find_directml_stack, found_directml_names, ready_directml_names};
 use dmlcts_cli::{DEFAULT_FUZZ_OUT, Host, SuiteCommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +20,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     // The version names the commit and the embedded corpus's digest, known at build time.
-    let version: &'static str = Box::leak(dmlcts_cli::suite::version_text().into_boxed_str());
+    let version: &'static str = Box::leak(dmlcts_cli::version_text().into_boxed_str());
     let matches = Cli::command().version(version).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
@@ -35,5 +35,6 @@ fn main() -> ExitCode {
         directml_names: found_directml_names,
         directml_ready: ready_directml_names,
     };
-    ExitCode::from(cli.command.run(&host).clamp(0, 255) as u8)
+    // The one place this binary's exit status and error text are decided.
+    dmlcts_cli::finish(cli.command.run(&host))
 }

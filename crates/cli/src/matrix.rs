@@ -3,18 +3,19 @@
 //! `run_case`); writes the harness's matrix as JSON and as a static HTML page.
 
 use crate::backends::{BackendRequest, Resolved, Resolver, known, resolve};
-use crate::conformance::{
-    apply_expectations, failure_text, nothing_selected, prepare, selects, skipped_everything,
-};
+use crate::conformance::{nothing_selected, selects};
+use crate::error::{CommandError, CommandResult, Verdict};
 use crate::out::{ColorChoice, count};
+use crate::reporters::failure_text;
 use crate::{Host, parse_feature_level};
 use clap::Args;
 use dmlcts_harness::expectations::Expectations;
 use dmlcts_harness::report::matrix::{Matrix, MatrixColumn};
 use dmlcts_harness::run::replay::dmlcts_env;
+use dmlcts_harness::session::{Event, Reporter, SessionOptions};
 use dmlcts_harness::text::{Block, Line};
 use dmlcts_harness::{
-    Case, CaseResult, Corpus, ReplayRecipe, Status, load_error_results, shell_word,
+    Case, CaseResult, Corpus, LoadError, ReplayRecipe, Status, load_error_results, shell_word,
 };
 use dmlcts_tensor::FeatureLevel;
 use std::path::{Path, PathBuf};
@@ -113,8 +114,8 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted
 }
 
 /// The columns, before anything else (the default ones come from the backends file, and named
-/// ones may: a file that does not load is an error either way); exit status 2 if not.
-fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
+/// ones may: a file that does not load is an error either way).
+fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, CommandError> {
     let config = args.backend_config.as_deref();
     let wanted = if args.backends.is_empty() {
         default_backends(host, config)
@@ -129,10 +130,7 @@ fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, i32> {
                 .collect()
         })
     };
-    wanted.map_err(|e| {
-        crate::say_err!("error: {e}");
-        2
-    })
+    wanted.map_err(CommandError::Input)
 }
 
 /// Why `--filter` selects nothing from `corpus` (exit status 2), when it does not.
@@ -156,13 +154,10 @@ fn selection_error(args: &MatrixArgs, corpus: &Corpus) -> Option<String> {
     ))
 }
 
-/// Runs the matrix command; returns the process exit status.
-pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
+/// Runs the matrix command.
+pub fn matrix_main(args: &MatrixArgs, host: &Host) -> CommandResult {
     crate::out::set_color(args.color);
-    let wanted = match wanted_backends(args, host) {
-        Ok(wanted) => wanted,
-        Err(status) => return status,
-    };
+    let wanted = wanted_backends(args, host)?;
     let corpus = if args.cases.is_empty() {
         Corpus::embedded()
     } else {
@@ -171,12 +166,9 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
     crate::preflight::print_skipped(&corpus);
     // A command line that selects nothing leaves nothing behind (no --out folder).
     if let Some(error) = selection_error(args, &corpus) {
-        crate::say_err!("error: {error}");
-        return 2;
+        return Err(CommandError::Usage(error));
     }
-    if let Err(status) = crate::preflight::check_report_folder("--out", &args.out) {
-        return status;
-    }
+    crate::preflight::check_report_folder("--out", &args.out)?;
     let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
@@ -198,7 +190,7 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         )
         .collect::<Vec<_>>()
         .join(" ");
-    let (matrix, mut status) = matrix_with(
+    let (matrix, verdict) = matrix_with(
         args,
         &command,
         host.program,
@@ -206,10 +198,8 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         &wanted,
         corpus,
         expectations_dir.as_deref(),
-    );
-    if matrix.columns.is_empty() && status == 2 {
-        return status;
-    }
+    )?;
+    let mut unwritten = Vec::new();
     for (file, text) in [
         ("matrix.json", matrix.to_json()),
         ("matrix.html", matrix.to_html()),
@@ -218,20 +208,20 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> i32 {
         let written = dmlcts_harness::report::write::write_atomically(&path, text.as_bytes());
         match written {
             Ok(()) => crate::say!("wrote {}", path.display()),
-            Err(e) => {
-                crate::say_err!("error: cannot write {}: {e}", path.display());
-                status = 2;
-            }
+            Err(e) => unwritten.push(format!("cannot write {}: {e}", path.display())),
         }
     }
-    status
+    if !unwritten.is_empty() {
+        return Err(CommandError::Output(unwritten.join("\nerror: ")));
+    }
+    Ok(verdict)
 }
 
 /// The matrix over `corpus` (filtered by `--filter`) with a column for each wanted backend,
 /// made by `resolve` (tests pass their own); `program` starts the replay commands. Returns
-/// the matrix and the exit status (1 when a cell or a column's own check failed, or a named
-/// backend, or with `--require-all` any, could not run; 2, with no column, when `--filter`
-/// selects nothing). Each column's totals are what `conformance` says for that backend.
+/// the matrix and its verdict (failed when a cell or a column's own check failed, or a named
+/// backend, or with `--require-all` any, could not run), or an error when `--filter` selects
+/// nothing. Each column's totals are what `conformance` says for that backend.
 pub fn matrix_with(
     args: &MatrixArgs,
     command: &str,
@@ -240,16 +230,15 @@ pub fn matrix_with(
     wanted: &[Wanted],
     corpus: Corpus,
     expectations_dir: Option<&Path>,
-) -> (Matrix, i32) {
+) -> Result<(Matrix, Verdict), CommandError> {
     let suite = crate::suite::suite(&corpus.digest);
     if let Some(error) = selection_error(args, &corpus) {
-        crate::say_err!("error: {error}");
-        return (Matrix::default(), 2);
+        return Err(CommandError::Usage(error));
     }
     let cases: Vec<Case> = (corpus.cases.into_iter())
         .filter(|c| selects(&args.filters, false, c))
         .collect();
-    let load_errors: Vec<CaseResult> = load_error_results(&corpus.errors);
+    let load_error_rows: Vec<CaseResult> = load_error_results(&corpus.errors);
     crate::say!(
         "dmlcts matrix: {} on {}: {}",
         count(cases.len(), "case", "cases"),
@@ -261,13 +250,13 @@ pub fn matrix_with(
             .join(", ")
     );
     crate::say!("suite: {}, {}", suite.name(), suite.corpus());
-    let mut matrix = Matrix::new(command, suite, &load_errors, &cases);
+    let mut matrix = Matrix::new(command, suite, &load_error_rows, &cases);
     let columns = Columns {
         args,
         program,
         resolve,
         cases,
-        load_errors,
+        load_errors: corpus.errors,
         expectations_dir,
     };
     let mut status = 0;
@@ -289,7 +278,7 @@ pub fn matrix_with(
             }
         );
     }
-    (matrix, status)
+    Ok((matrix, Verdict::failed_if(status != 0)))
 }
 
 /// What every column of one matrix is made with.
@@ -299,7 +288,7 @@ struct Columns<'a> {
     resolve: Resolver<'a>,
     cases: Vec<Case>,
     /// The corpus's load errors, failed results in every column.
-    load_errors: Vec<CaseResult>,
+    load_errors: Vec<LoadError>,
     expectations_dir: Option<&'a Path>,
 }
 
@@ -428,8 +417,8 @@ impl Columns<'_> {
         })
     }
 
-    /// Runs the cases on the column's backend, applies its expectations file, prints the
-    /// first failures and adds the column.
+    /// Runs the cases on the column's backend (its expectations file applied as each case
+    /// finishes), prints the first failures and adds the column.
     fn run(&self, matrix: &mut Matrix, want: &Wanted, mut column: MatrixColumn, ready: Ready) {
         let program = self.program;
         let Ready {
@@ -438,42 +427,37 @@ impl Columns<'_> {
             expectations,
             expectations_file,
         } = ready;
-        crate::say!("{}: running ({})", Line(&want.name), Line(&column.device));
-        let mut run = prepare(
-            resolved,
-            self.args.feature_level,
-            false,
-            expectations.as_ref(),
-        );
         let recipe = self.replay_recipe(program, &want.name, expectations_file.as_deref());
-        let mut results = self.load_errors.clone();
-        let skip_check = run.run(&self.cases, &recipe, &mut |result| {
-            results.push(result.clone())
+        let mut session = resolved.session(SessionOptions {
+            feature_level: self.args.feature_level,
+            strict_level: false,
+            expectations,
+            not_enforced: Vec::new(),
+            replay: Some(recipe),
         });
-        let mut info = run.info;
-        info.startup += resolve_time;
-        if let (Some(expectations), Some(file)) = (&expectations, &expectations_file) {
-            let stale = apply_expectations(expectations, &info, &recipe, &mut results);
+        session.info_mut().startup = resolve_time;
+        let report = session.run(&self.cases, &self.load_errors, &mut Announce(&want.name));
+        if let Some(file) = &expectations_file {
             column.notes.extend(
-                stale
-                    .into_iter()
+                (report.stale.iter())
                     .map(|case| format!("the expectations file names `{case}`, which did not run")),
             );
             column.expectations = Some(shown_path(file));
         }
-        if let Some(failure) = skip_check.failure(&info.backend) {
-            // A result as in `conformance`, so the column's totals are the same as its.
-            results.push(skipped_everything(&info.backend, &failure));
-            column.problems.push(failure);
+        if let Some(failure) = &report.skipped_everything {
+            // The run's own failure is a result, as in `conformance`, so the column's totals
+            // are the same as its.
+            column.problems.push(failure.clone());
         }
+        let info = &report.info;
         column.feature_level = info.feature_level.clone();
         column.profile = info.validation_profile.clone();
         column.startup = info.startup;
         column.cases_time = info.cases_time;
-        print_failures(&want.name, &results, &column.problems);
+        print_failures(&want.name, &report.results, &column.problems);
         let name = want.name.clone();
         let (startup, cases_time) = (column.startup, column.cases_time);
-        matrix.add_column(column, &results);
+        matrix.add_column(column, &report.results);
         let totals = matrix.totals(matrix.columns.len() - 1);
         crate::say!(
             "{}: {} (start-up {:.2} s, cases {:.2} s)",
@@ -482,6 +466,17 @@ impl Columns<'_> {
             startup.as_secs_f64(),
             cases_time.as_secs_f64()
         );
+    }
+}
+
+/// A column's reporter: says which backend is running, on what device, as its run starts.
+struct Announce<'n>(&'n str);
+
+impl Reporter for Announce<'_> {
+    fn event(&mut self, event: &Event<'_>) {
+        if let Event::RunStarted { info, .. } = event {
+            crate::say!("{}: running ({})", Line(self.0), Line(&info.device));
+        }
     }
 }
 
@@ -587,7 +582,7 @@ mod tests {
             named,
             unavailable: None,
         });
-        let (matrix, status) = matrix_with(
+        let (matrix, verdict) = matrix_with(
             &args,
             "test",
             "dmlcts",
@@ -598,8 +593,9 @@ mod tests {
             &wanted,
             Corpus::embedded(),
             None,
-        );
-        (status, matrix)
+        )
+        .unwrap();
+        (i32::from(crate::exit_status(&Ok(verdict))), matrix)
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! expected values a backend must produce), so that a backend's author needs no checkout.
 
 use crate::conformance::load_corpus;
+use crate::error::{CommandError, CommandResult, Verdict};
 use crate::out::count;
 use clap::Args;
 use dmlcts_harness::corpus::data::{TensorData, logical_elements};
@@ -26,10 +27,10 @@ pub struct ShowArgs {
     pub cases: Vec<PathBuf>,
 }
 
-/// Runs `show`; exit status 2 when a name is no case's (with the names that contain it).
-pub fn show_main(args: &ShowArgs) -> i32 {
+/// Runs `show`; an error when a name is no case's (with the names that contain it).
+pub fn show_main(args: &ShowArgs) -> CommandResult {
     let (corpus, from) = load_corpus(&args.cases);
-    let mut status = 0;
+    let mut unknown: Vec<String> = Vec::new();
     for name in &args.names {
         match corpus.cases.iter().find(|c| c.name == *name) {
             Some(case) => crate::say!("{}", show_case(case, &from)),
@@ -53,16 +54,19 @@ pub fn show_main(args: &ShowArgs) -> i32 {
                             .join(", ")
                     )
                 };
-                crate::say_err!(
-                    "error: no case named `{}` among the {} of {from}{hint}",
+                unknown.push(format!(
+                    "no case named `{}` among the {} of {from}{hint}",
                     Line(name),
                     count(corpus.cases.len(), "case", "cases")
-                );
-                status = 2;
+                ));
             }
         }
     }
-    status
+    if unknown.is_empty() {
+        Ok(Verdict::Passed)
+    } else {
+        Err(CommandError::Input(unknown.join("\nerror: ")))
+    }
 }
 
 /// The case in the corpus format, with a comment saying where it comes from: inputs as values

@@ -52,7 +52,7 @@ fn version_and_help_follow_the_conventions() {
     let out = dmlcts(&["--version"]);
     assert!(out.status.success());
     let (digest, files) = dmlcts_harness::corpus::digest::embedded();
-    let commit = match dmlcts_cli::suite::COMMIT {
+    let commit = match dmlcts_cli::COMMIT {
         Some(commit) => format!("commit {commit}, "),
         None => String::new(),
     };

@@ -10,7 +10,7 @@
 //! (a guard band can only be written in process: the protocol returns exactly the output).
 
 use clap::Parser;
-use dmlcts_cli::backends::Resolved;
+use dmlcts_cli::Resolved;
 use dmlcts_cli::{Host, SuiteCommand};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
@@ -221,13 +221,12 @@ fn dmlcts_planted(bug: Bug, args: &[String]) -> i32 {
     };
     let cli = Cli::parse_from(std::iter::once("dmlcts").chain(args.iter().map(String::as_str)));
     let resolver = move |_: &dmlcts_cli::BackendRequest| Ok::<_, String>(resolved(bug));
-    match cli.command {
-        SuiteCommand::Conformance(args) => {
-            dmlcts_cli::conformance::conformance_with(&args, program, &resolver)
-        }
-        SuiteCommand::Fuzz(args) => dmlcts_cli::fuzz::fuzz_with(&args, &host, &resolver),
-        _ => 2,
-    }
+    let result = match cli.command {
+        SuiteCommand::Conformance(args) => dmlcts_cli::conformance_with(&args, program, &resolver),
+        SuiteCommand::Fuzz(args) => dmlcts_cli::fuzz_with(&args, &host, &resolver),
+        _ => Err(dmlcts_cli::CommandError::Usage("not a planted command".to_string())),
+    };
+    i32::from(dmlcts_cli::exit_status(&result))
 }
 
 /// `serve-planted BUG`: the bug over the protocol on stdin/stdout, a device at every level.

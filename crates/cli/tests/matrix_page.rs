@@ -12,10 +12,10 @@
 use clap::Parser;
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_cli::Host;
-use dmlcts_cli::backends::{Resolved, resolve};
-use dmlcts_cli::matrix::{MatrixArgs, Wanted, matrix_with};
+use dmlcts_cli::{Resolved, resolve};
+use dmlcts_cli::{MatrixArgs, Wanted, matrix_with};
 use dmlcts_fuzz::campaign::case_tree;
-use dmlcts_fuzz::check::{Mix, case_strategy};
+use dmlcts_fuzz::{Mix, case_strategy};
 use dmlcts_harness::Corpus;
 use dmlcts_harness::report::matrix::{Matrix, STATUSES};
 use dmlcts_tensor::{
@@ -172,6 +172,8 @@ fn build_matrix() -> (Matrix, i32) {
         cases(),
         None,
     )
+    .map(|(matrix, verdict)| (matrix, i32::from(dmlcts_cli::exit_status(&Ok(verdict)))))
+    .expect("the matrix selects cases")
 }
 
 /// Runs Chromium headless on the page with `extra` options; returns its stdout. Killed after

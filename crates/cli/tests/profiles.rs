@@ -6,8 +6,8 @@
 use clap::Parser;
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_cli::ConformanceArgs;
-use dmlcts_cli::backends::Resolved;
-use dmlcts_cli::conformance::conformance_with;
+use dmlcts_cli::Resolved;
+use dmlcts_cli::conformance_with;
 use dmlcts_harness::report::{Summary, json_report, junit_report};
 use dmlcts_harness::{Case, Corpus, Devices, Expectation, RunOptions, Status, run_case};
 use dmlcts_oracle::validate;
@@ -180,12 +180,16 @@ fn the_conformance_command_passes_a_values_only_backend_and_fails_a_strict_one_t
             json.to_str().unwrap(),
         ];
         let args = Words::parse_from(words).args;
-        conformance_with(&args, "dmlcts", &move |_| {
-            Ok(Resolved::single(accepting(
-                FeatureLevel::L6_4,
-                profile.clone(),
-            )))
-        })
+        i32::from(dmlcts_cli::exit_status(&conformance_with(
+            &args,
+            "dmlcts",
+            &move |_| {
+                Ok(Resolved::single(accepting(
+                    FeatureLevel::L6_4,
+                    profile.clone(),
+                )))
+            },
+        )))
     };
     assert_eq!(run(ValidationProfile::ValuesOnly), 0);
     let report: serde_json::Value =

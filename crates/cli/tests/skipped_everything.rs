@@ -4,9 +4,9 @@
 
 use clap::Parser;
 use dmlcts_cli::ConformanceArgs;
-use dmlcts_cli::backends::Resolved;
-use dmlcts_cli::conformance::conformance_with;
-use dmlcts_harness::{Corpus, RunOptions, SkipCheck, corpus_trials, libtest_run, run_case};
+use dmlcts_cli::Resolved;
+use dmlcts_cli::conformance_with;
+use dmlcts_harness::{Corpus, Session, SessionOptions, corpus_trials, libtest_run};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
     Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OperatorKind,
@@ -53,9 +53,9 @@ struct Words {
 
 fn conformance(words: &[&str], unavailable: bool) -> i32 {
     let args = Words::parse_from(std::iter::once("conformance").chain(words.iter().copied())).args;
-    conformance_with(&args, "dmlcts", &|_| {
+    i32::from(dmlcts_cli::exit_status(&conformance_with(&args, "dmlcts", &|_| {
         Ok(Resolved::single(Arc::from(claims_nothing(unavailable))))
-    })
+    })))
 }
 
 #[test]
@@ -148,21 +148,22 @@ fn a_libtest_run_that_runs_cases_passes() {
 fn cases_outside_the_running_level_do_not_count() {
     // At 1_0 every Slice1 case is above the level: skipped, but not the backend's doing.
     let corpus = Corpus::embedded();
-    let backend = claims_nothing(false);
-    let options = RunOptions {
-        feature_level: Some(FeatureLevel::L1_0),
-        ..RunOptions::default()
-    };
-    let mut check = SkipCheck::default();
+    let session = Session::new(
+        Arc::from(claims_nothing(false)),
+        None,
+        SessionOptions {
+            feature_level: Some(FeatureLevel::L1_0),
+            ..SessionOptions::default()
+        },
+    );
     for case in corpus
         .cases
         .iter()
         .filter(|c| c.name.starts_with("doc.slice1"))
     {
-        let result = run_case(backend.as_ref(), case, &options);
-        check.record(backend.as_ref(), case, &options, Some(&result.reason));
+        session.step(case);
     }
-    assert_eq!(check.failure("claims-nothing"), None);
+    assert_eq!(session.skipped_everything(), None);
 }
 
 /// The oracle, answering Unsupported for the operators in `kinds` (known only at compile).
@@ -231,7 +232,7 @@ fn a_libtest_run_where_every_case_is_unsupported_at_run_time_fails() {
 #[derive(Parser)]
 struct FuzzWords {
     #[command(flatten)]
-    args: dmlcts_cli::fuzz::FuzzArgs,
+    args: dmlcts_cli::FuzzArgs,
 }
 
 fn fuzz(backend: fn() -> Box<dyn Backend>, out: &std::path::Path) -> i32 {
@@ -256,9 +257,9 @@ fn fuzz(backend: fn() -> Box<dyn Backend>, out: &std::path::Path) -> i32 {
         &out,
     ];
     let args = FuzzWords::parse_from(words).args;
-    dmlcts_cli::fuzz::fuzz_with(&args, &host, &move |_| {
+    i32::from(dmlcts_cli::exit_status(&dmlcts_cli::fuzz_with(&args, &host, &move |_| {
         Ok(Resolved::single(Arc::from(backend())))
-    })
+    })))
 }
 
 #[test]

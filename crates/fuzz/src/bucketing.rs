@@ -10,6 +10,7 @@
 
 use crate::cases::case_seed;
 use crate::check::{CheckFailure, Checked, checked};
+use dmlcts_harness::session::{Session, SessionOptions};
 use crate::options::CampaignOptions;
 use crate::outcome::{Bucket, BucketStatus};
 use crate::save::{save_bucket, slug};
@@ -209,13 +210,21 @@ impl<'a> Bucketing<'a> {
             checks: checks.get(),
             time: start.elapsed(),
         };
+        let session = Session::new(
+            std::sync::Arc::new(backend),
+            None,
+            SessionOptions {
+                not_enforced: self.not_enforced_rules.clone(),
+                ..SessionOptions::default()
+            },
+        );
         let still_fails = |case: &Case| {
             checks.set(checks.get() + 1);
             let mut case = case.clone();
             if let Some(seed) = data_seed {
                 case.inputs = random_inputs(&case.op, seed);
             }
-            match checked(backend, &case, &[], &self.not_enforced_rules).0 {
+            match checked(&session, &case, &[]).0 {
                 Err(mut f) if self.verdict(&f) == *verdict => {
                     f.data_seed = data_seed;
                     Some(f)

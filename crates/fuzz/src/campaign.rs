@@ -23,6 +23,7 @@
 use crate::bucketing::Bucketing;
 use crate::cases::{Plan, Recipe, case_strategy_at, data_seeds};
 use crate::check::{Checked, checked};
+use dmlcts_harness::session::{Session, SessionOptions};
 use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
@@ -62,6 +63,17 @@ impl Campaign<'_> {
     fn run_job(&self, devices: &[&dyn Backend]) {
         let options = self.options;
         let plan = Plan::new(options, &self.levels);
+        if devices.is_empty() {
+            return;
+        }
+        // Each case through the session's step, on the device at its level (or the first).
+        let session = Session::on_devices(
+            devices,
+            SessionOptions {
+                not_enforced: self.bucketing.not_enforced_rules.clone(),
+                ..SessionOptions::default()
+            },
+        );
         let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
         while let Some(index) = self.next_index() {
             let recipe = plan.recipe(index);
@@ -78,8 +90,7 @@ impl Campaign<'_> {
                 return;
             };
             let seeds = data_seeds(&case, options.data_sets.max(1));
-            let (result, checked_cases) =
-                checked(device, &case, &seeds, &self.bucketing.not_enforced_rules);
+            let (result, checked_cases) = checked(&session, &case, &seeds);
             self.cases_run.fetch_add(checked_cases, Ordering::Relaxed);
             self.descriptors_run.fetch_add(1, Ordering::Relaxed);
             if let Some(at) = self.levels.iter().position(|&l| l == case.feature_level) {

@@ -6,16 +6,14 @@
 use crate::signature::CheckKind;
 use crate::strategies::{case_at, random_inputs};
 use dmlcts_harness::corpus::data::{TensorData, logical_elements, too_large};
-use dmlcts_harness::{
-    Case, Expectation, RunOptions, Status, level_skip_reason, run_case, run_case_with_data_sets,
-};
+use dmlcts_harness::session::{Counted, Session, SessionOptions};
+use dmlcts_harness::{Case, Expectation, Status};
 use dmlcts_oracle::{execute as oracle_execute, validate};
 use dmlcts_tensor::{
     Backend, CompileError, JoinDesc, OperatorDesc, OutputBinding, Slice1Desc, TensorDesc,
 };
 
-// Moved to `cases`; here too, at its former path.
-pub use crate::cases::case_strategy;
+use std::sync::Arc;
 
 /// Which cases a campaign generates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,15 +50,18 @@ pub enum Checked {
     Informational { rule: String, report: String },
 }
 
-/// How the runner runs a case on this device: held strictly to the level when the case is at
-/// the device's own level (as `Devices` does for the corpus), with the expectations file's
-/// `not_enforced` rules.
-fn run_options(backend: &dyn Backend, case: &Case, not_enforced: &[String]) -> RunOptions {
-    RunOptions {
-        strict_level: case.feature_level == backend.feature_level(),
-        not_enforced: not_enforced.to_vec(),
-        ..RunOptions::default()
-    }
+/// A session on one device (the campaign chose it for the case's level): a case at the
+/// device's own level is held strictly to it, as `Devices` does for the corpus; `not_enforced`
+/// is the expectations file's rules for this backend.
+fn session_on<'a>(backend: &'a dyn Backend, not_enforced: &[String]) -> Session<'a> {
+    Session::new(
+        Arc::new(backend),
+        None,
+        SessionOptions {
+            not_enforced: not_enforced.to_vec(),
+            ..SessionOptions::default()
+        },
+    )
 }
 
 /// Everything the fuzzer checks on one case. `not_enforced`: rules the expectations file
@@ -82,12 +83,22 @@ pub fn check_case_data_sets(
     data_seeds: &[u64],
     not_enforced: &[String],
 ) -> (Result<Checked, CheckFailure>, u64) {
-    let options = run_options(backend, case, not_enforced);
+    check_in_session(&session_on(backend, not_enforced), case, data_seeds)
+}
+
+/// The checks of one case through the session's step (the corpus's path): its device and
+/// level, the verdict on each data set, what it counts as; then the invariants on the device.
+pub(crate) fn check_in_session(
+    session: &Session<'_>,
+    case: &Case,
+    data_seeds: &[u64],
+) -> (Result<Checked, CheckFailure>, u64) {
     let data_sets: Vec<Vec<TensorData>> = data_seeds
         .iter()
         .map(|&seed| random_inputs(&case.op, seed))
         .collect();
-    let results = run_case_with_data_sets(backend, case, &data_sets, &options);
+    let step = session.step_with_data_sets(case, &data_sets);
+    let results = step.results;
     let checked = results.len() as u64;
     if let Some((k, failed)) =
         (results.iter().enumerate()).find(|(_, r)| r.status == Status::Failed)
@@ -118,14 +129,14 @@ pub fn check_case_data_sets(
         );
         return (Ok(Checked::Informational { rule, report }), checked);
     }
-    if result.status == Status::Skipped && level_skip_reason(backend, case, &options).is_none() {
-        let reason = result.reason.clone();
+    if let Counted::SkippedByBackend(reason) = step.counted {
         return (Ok(Checked::Skipped { reason }), checked);
     }
     if result.status != Status::Passed || case.expect != Expectation::Accept {
         return (Ok(Checked::Passed), checked);
     }
-    (invariants(backend, case, &options), checked)
+    let (device, _) = session.device_for(case);
+    (invariants(session, device.as_ref(), case), checked)
 }
 
 /// The invariants run on cases up to this many elements: the large tier's cases (past 2^20)
@@ -133,11 +144,11 @@ pub fn check_case_data_sets(
 /// large tier's Join and Slice1 cases check directly.
 const INVARIANT_MAX_ELEMENTS: u128 = 1 << 20;
 
-/// The invariants of a valid case that passed.
+/// The invariants of a valid case that passed, on the device it ran on.
 fn invariants(
+    session: &Session<'_>,
     backend: &dyn Backend,
     case: &Case,
-    options: &RunOptions,
 ) -> Result<Checked, CheckFailure> {
     let tensors = case.op.inputs().into_iter().chain(case.op.outputs());
     if tensors.map(|(_, t)| t.element_count()).max() > Some(INVARIANT_MAX_ELEMENTS) {
@@ -152,7 +163,7 @@ fn invariants(
     // real one (wrong values of a reversal, a rejected join), so it buckets with the same bug
     // found directly.
     invariant.map(|()| Checked::Passed).map_err(|failure| {
-        let rerun = run_case(backend, &failure.case, options);
+        let rerun = session.step(&failure.case);
         if rerun.status == Status::Failed {
             CheckFailure {
                 kind: CheckKind::of(&rerun),
@@ -168,13 +179,12 @@ fn invariants(
 
 /// A panic anywhere in the checks (the invariants call the backend directly) is a crash.
 pub(crate) fn checked(
-    backend: &dyn Backend,
+    session: &Session<'_>,
     case: &Case,
     data_seeds: &[u64],
-    not_enforced: &[String],
 ) -> (Result<Checked, CheckFailure>, u64) {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        check_case_data_sets(backend, case, data_seeds, not_enforced)
+        check_in_session(session, case, data_seeds)
     })) {
         Ok(result) => result,
         Err(panic) => {

@@ -48,7 +48,8 @@ pub mod signature;
 pub mod strategies;
 
 pub use campaign::{run_campaign, run_campaign_announcing, run_campaign_at_levels};
-pub use check::{CheckFailure, Checked, Mix, case_strategy, check_case, check_case_data_sets};
+pub use cases::case_strategy;
+pub use check::{CheckFailure, Checked, Mix, check_case, check_case_data_sets};
 pub use options::{CampaignOptions, Shard};
 pub use outcome::{Bucket, BucketStatus, CampaignOutcome, Progress};
 pub use signature::{CheckKind, signature};

@@ -1,7 +1,7 @@
 //! Deliberately broken backends are caught by the matching check, with a message a backend
 //! author can act on, and the run goes on.
 
-use dmlcts_harness::{Case, Corpus, ReplayRecipe, RunOptions, Status, run_case, run_cases};
+use dmlcts_harness::{Case, Corpus, ReplayRecipe, RunOptions, Status, run_case};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::CompileError;
 use dmlcts_tensor::{
@@ -306,7 +306,7 @@ fn a_panic_fails_that_case_only_and_the_run_goes_on() {
         .filter(|c| c.name.starts_with("doc."))
         .collect();
     for fault in [Fault::PanicsInExecute, Fault::PanicsInCompile] {
-        let results = run_cases(&broken(fault), &cases, &RunOptions::default(), |_, _, _| {});
+        let results = cases.iter().map(|case| run_case(&broken(fault), case, &RunOptions::default())).collect::<Vec<_>>();
         assert_eq!(results.len(), 8);
         for r in &results {
             assert_eq!(r.status, Status::Failed);

@@ -6,7 +6,7 @@ mod common;
 
 use common::{doc_cases, run_recording_pids};
 use dmlcts_harness::report::Summary;
-use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, Status, run_cases};
+use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, Status, run_case};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ fn run(fault: &str, timeout: Duration) -> Vec<CaseResult> {
     let mut options = ProcessOptions::new(&command);
     options.timeout = timeout;
     let backend = ProcessBackend::start(options).expect("the broken server says hello");
-    let results = run_cases(&backend, &doc_cases(), &RunOptions::default(), |_, _, _| {});
+    let results = doc_cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
     assert_eq!(results.len(), 8, "the run completes");
     results
 }
@@ -85,12 +85,7 @@ fn a_hang_times_out_and_the_run_goes_on() {
     let mut options = ProcessOptions::new(&command);
     options.timeout = Duration::from_millis(500);
     let backend = ProcessBackend::start(options).expect("the broken server says hello");
-    let results = run_cases(
-        &backend,
-        &doc_cases_joins_apart(),
-        &RunOptions::default(),
-        |_, _, _| {},
-    );
+    let results = doc_cases_joins_apart().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
     assert_eq!(results.len(), 8, "the run completes");
     for r in &results {
         if r.name.starts_with("doc.join.") {
@@ -172,7 +167,7 @@ fn a_command_that_does_not_exist_fails_every_case_with_the_reason() {
     let error = backend.hello_error().expect("no hello").to_string();
     assert!(error.contains("during hello"), "{error}");
     assert!(error.contains("exited with status 127"), "{error}");
-    let results = run_cases(&backend, &doc_cases(), &RunOptions::default(), |_, _, _| {});
+    let results = doc_cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
     for r in &results {
         assert_eq!(r.status, Status::Failed, "{}", r.name);
         // The backend's words are quoted lines in the details, each line whole.

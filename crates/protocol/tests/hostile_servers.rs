@@ -8,7 +8,7 @@ mod common;
 
 use common::{Run, doc_cases, run_recording_pids};
 use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
-use dmlcts_harness::{Case, CaseResult, RunOptions, Status, run_cases};
+use dmlcts_harness::{Case, CaseResult, RunOptions, Status, run_case};
 use dmlcts_protocol::bounds::MAX_TEXT_BYTES;
 use dmlcts_protocol::{ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP};
 use dmlcts_tensor::{Backend, CompileError, CompiledOperator, OperatorDesc};
@@ -356,7 +356,7 @@ fn an_in_process_backend_s_15_mib_messages_are_cut_where_results_keep_them() {
         return;
     };
     let cases = doc_cases_times(10);
-    let results = run_cases(&Verbose, &cases, &RunOptions::default(), |_, _, _| {});
+    let results = cases.iter().map(|case| run_case(&Verbose, case, &RunOptions::default())).collect::<Vec<_>>();
     report("verbose", &results, &out);
     let kept = dmlcts_harness::run::MAX_BACKEND_TEXT_BYTES;
     for r in &results {

@@ -128,3 +128,29 @@ pub trait Backend: Send + Sync {
     /// Accepts the descriptor (returning something to execute), rejects it, or fails.
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError>;
 }
+
+/// A borrowed backend is a backend: a caller that holds `&dyn Backend` (a campaign's job, a
+/// test) can hand it to what takes an owned one (`Arc<dyn Backend + 'a>`).
+impl<B: Backend + ?Sized> Backend for &B {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        (**self).feature_level()
+    }
+    fn data_types(&self) -> Vec<DataType> {
+        (**self).data_types()
+    }
+    fn device(&self) -> String {
+        (**self).device()
+    }
+    fn unavailable_reason(&self) -> Option<String> {
+        (**self).unavailable_reason()
+    }
+    fn validation_profile(&self) -> ValidationProfile {
+        (**self).validation_profile()
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        (**self).compile(op)
+    }
+}

@@ -109,34 +109,44 @@ impl Expectations {
     /// not pass as that failure.
     pub fn apply(&self, backend: &str, device: &str, results: &mut [CaseResult]) -> Vec<String> {
         for result in results.iter_mut() {
-            let Some(expected) = self.find(backend, device, expectation_key(result)) else {
-                continue;
-            };
-            match result.status {
-                Status::Failed => {
-                    result.status = Status::ExpectedFailure;
-                    result
-                        .notes
-                        .push(format!("expected failure: {}", expected.reason));
-                }
-                Status::Passed => {
-                    result.status = Status::Failed;
-                    result.reason = "unexpected pass".to_string();
-                    let on = match (&expected.versions, device_version(device)) {
-                        (Some(versions), Some(version)) => {
-                            format!(" on versions {versions}, and this is {version}")
-                        }
-                        _ => String::new(),
-                    };
-                    result.details = format!(
-                        "  the expectations file lists it as failing{on} ({}); remove the entry \
-                         or narrow its versions\n",
-                        expected.reason
-                    );
-                }
-                Status::Skipped | Status::ExpectedFailure | Status::Informational => {}
-            }
+            self.apply_to(backend, device, result);
         }
+        self.stale(backend, device, results)
+    }
+
+    /// `apply` for one result, as a run's step applies it to each case as it finishes.
+    pub fn apply_to(&self, backend: &str, device: &str, result: &mut CaseResult) {
+        let Some(expected) = self.find(backend, device, expectation_key(result)) else {
+            return;
+        };
+        match result.status {
+            Status::Failed => {
+                result.status = Status::ExpectedFailure;
+                result
+                    .notes
+                    .push(format!("expected failure: {}", expected.reason));
+            }
+            Status::Passed => {
+                result.status = Status::Failed;
+                result.reason = UNEXPECTED_PASS.to_string();
+                let on = match (&expected.versions, device_version(device)) {
+                    (Some(versions), Some(version)) => {
+                        format!(" on versions {versions}, and this is {version}")
+                    }
+                    _ => String::new(),
+                };
+                result.details = format!(
+                    "  the expectations file lists it as failing{on} ({}); remove the entry \
+                     or narrow its versions\n",
+                    expected.reason
+                );
+            }
+            Status::Skipped | Status::ExpectedFailure | Status::Informational => {}
+        }
+    }
+
+    /// The expected failures for this backend naming no case among `results`.
+    pub fn stale(&self, backend: &str, device: &str, results: &[CaseResult]) -> Vec<String> {
         self.expected_failures
             .iter()
             .filter(|e| e.applies(backend, device))
@@ -145,6 +155,9 @@ impl Expectations {
             .collect()
     }
 }
+
+/// The reason of a passing case the expectations file lists as failing: a failure.
+pub const UNEXPECTED_PASS: &str = "unexpected pass";
 
 /// What an expected failure's `case` names: a case by its name, a load error by its id.
 fn expectation_key(result: &CaseResult) -> &str {

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 /// Makes a device at a level: a backend that can act at several levels returns one at that
 /// level; one that exists at one level only returns itself, at its own.
-pub type DeviceFactory<'a> = Box<dyn Fn(FeatureLevel) -> Arc<dyn Backend> + 'a>;
+pub type DeviceFactory<'a> = Box<dyn Fn(FeatureLevel) -> Arc<dyn Backend + 'a> + Send + 'a>;
 
 pub struct Devices<'a> {
     make: DeviceFactory<'a>,
-    made: BTreeMap<FeatureLevel, Arc<dyn Backend>>,
+    made: BTreeMap<FeatureLevel, Arc<dyn Backend + 'a>>,
     /// `--feature-level`: every case runs at this level.
     pinned: Option<FeatureLevel>,
     strict_level: bool,
@@ -38,7 +38,7 @@ impl<'a> Devices<'a> {
 
     /// One device, every case run at `level` (`--feature-level`).
     pub fn pinned(
-        device: Arc<dyn Backend>,
+        device: Arc<dyn Backend + 'a>,
         level: FeatureLevel,
         strict_level: bool,
     ) -> Devices<'a> {
@@ -48,7 +48,7 @@ impl<'a> Devices<'a> {
     }
 
     /// The device for `case`, and the options to run it with.
-    pub fn for_case(&mut self, case: &Case) -> (Arc<dyn Backend>, RunOptions) {
+    pub fn for_case(&mut self, case: &Case) -> (Arc<dyn Backend + 'a>, RunOptions) {
         let level = self.pinned.unwrap_or(case.feature_level);
         let device = match self.made.get(&level) {
             Some(device) => device.clone(),
@@ -80,7 +80,7 @@ mod tests {
     use super::*;
     use crate::corpus::Corpus;
     use dmlcts_oracle::OracleBackend;
-    use std::cell::RefCell;
+    use std::sync::Mutex;
 
     fn case_at(level: FeatureLevel) -> Case {
         Corpus::embedded()
@@ -92,10 +92,10 @@ mod tests {
 
     #[test]
     fn a_device_is_made_once_per_level_and_held_strictly_to_its_level() {
-        let asked = RefCell::new(Vec::new());
+        let asked = Mutex::new(Vec::new());
         let mut devices = Devices::per_case(
             Box::new(|level| {
-                asked.borrow_mut().push(level);
+                asked.lock().unwrap().push(level);
                 Arc::new(OracleBackend::new(level)) as Arc<dyn Backend>
             }),
             false,
@@ -106,7 +106,8 @@ mod tests {
             assert_eq!(options.feature_level, None);
             assert!(options.strict_level);
         }
-        assert_eq!(*asked.borrow(), [FeatureLevel::L2_1, FeatureLevel::L1_0]);
+        drop(devices);
+        assert_eq!(*asked.lock().unwrap(), [FeatureLevel::L2_1, FeatureLevel::L1_0]);
     }
 
     #[test]

@@ -42,12 +42,13 @@
 //! settings of the run; the test binary itself where cargo did not start it.
 
 use crate::corpus::Corpus;
-use crate::run::Devices;
 use crate::run::load_error_result;
-use crate::run::{ReplayRecipe, SkipCheck, Status, run_case, skip_reason};
+use crate::run::{ReplayRecipe, Status};
+use crate::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use std::sync::{Arc, Mutex};
+use libtest_mimic::{Arguments, Completion, Conclusion, Failed, Trial};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Runs the embedded corpus (plus the files or folders in `DMLCTS_CASES`, separated by
 /// the platform's path separator) as libtest tests, and exits.
@@ -72,6 +73,8 @@ pub fn libtest_main_at_each_level(make_backend: impl Fn(FeatureLevel) -> Box<dyn
     ))
 }
 
+/// The libtest entry point's exit: the one place outside a binary's `main` that ends the
+/// process (a libtest target's `main` hands its whole run here), with libtest's statuses.
 fn exit_with(result: Result<(), String>) -> ! {
     match result {
         Ok(()) => std::process::exit(0),
@@ -114,21 +117,19 @@ fn run_trials(
     make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
     levels: Levels,
 ) -> Result<(), String> {
-    let (trials, check, backend_name) = trials_and_skip_check(make_backend, args, levels);
+    let (trials, session) = trials_and_session(make_backend, args, levels);
+    let backend_name = session.as_ref().map(|s| s.info().backend.clone());
     if !args.list && backend_name.as_deref() == Some("") {
         return Err(
             "the backend's name() is empty: reports, expectations files and findings name a backend by it"
                 .to_string(),
         );
     }
-    let conclusion = libtest_mimic::run(args, trials);
+    let conclusion: Conclusion = libtest_mimic::run(args, trials);
     if conclusion.has_failed() {
         return Err(format!("{} test(s) failed", conclusion.num_failed));
     }
-    let failure = check.lock().map_or(None, |check| {
-        check.failure(backend_name.as_deref().unwrap_or_default())
-    });
-    match failure {
+    match session.and_then(|s| s.skipped_everything()) {
         Some(failure) if !args.list => Err(failure),
         _ => Ok(()),
     }
@@ -136,16 +137,17 @@ fn run_trials(
 
 /// The trials `libtest_main` runs (exposed for tests of the glue itself).
 pub fn corpus_trials(make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>) -> Vec<Trial> {
-    trials_and_skip_check(make_backend, &Arguments::default(), Levels::AsMade).0
+    trials_and_session(make_backend, &Arguments::default(), Levels::AsMade).0
 }
 
-/// The trials, and what the backend skips among those `args` selects (the trials add the
-/// skips they find at run time).
-fn trials_and_skip_check(
+/// The trials, each running its case through the session's step, and the session (None
+/// when no case is selected), which counts what the backend skips among those `args`
+/// selects.
+fn trials_and_session(
     make_backend: &dyn Fn(FeatureLevel) -> Box<dyn Backend>,
     args: &Arguments,
     levels: Levels,
-) -> (Vec<Trial>, Arc<Mutex<SkipCheck>>, Option<String>) {
+) -> (Vec<Trial>, Option<Arc<Session<'static>>>) {
     let mut corpus = Corpus::embedded();
     if let Some(extra) = std::env::var_os("DMLCTS_CASES") {
         let paths: Vec<_> = std::env::split_paths(&extra).collect();
@@ -154,12 +156,7 @@ fn trials_and_skip_check(
         corpus.errors.extend(more.errors);
         corpus.digest.extend(&more.digest);
     }
-    let recipe = ReplayRecipe::libtest(None);
-    let mut devices = Devices::per_case(Box::new(|level| Arc::from(make_backend(level))), false);
     let mut trials = Vec::new();
-    let check = Arc::new(Mutex::new(SkipCheck::default()));
-    // The name of the first selected case's backend; None when no case is selected.
-    let mut backend_name = None;
     for error in &corpus.errors {
         let result = load_error_result(error);
         let report = result.failure_report();
@@ -168,15 +165,33 @@ fn trials_and_skip_check(
             move || Err(Failed::from(report)),
         ));
     }
+    // A device per level the cases ask for, made before the trials run (they run on threads
+    // of their own, and the factory is the caller's).
+    let mut made: BTreeMap<FeatureLevel, Arc<dyn Backend>> = BTreeMap::new();
+    for case in &corpus.cases {
+        made.entry(case.feature_level)
+            .or_insert_with(|| Arc::from(make_backend(case.feature_level)));
+    }
+    let Some(first) = made.values().next().cloned() else {
+        return (trials, None);
+    };
+    let factory_devices = made.clone();
+    let session = Arc::new(Session::new(
+        first,
+        Some(Box::new(move |level| factory_devices[&level].clone())),
+        SessionOptions {
+            replay: Some(ReplayRecipe::libtest(None)),
+            ..SessionOptions::default()
+        },
+    ));
+    let mut selected_any = false;
     for mut case in corpus.cases {
         // libtest prints a test's name as it is: a case file's control characters escaped
         // (the same name in the replay command, so that `--exact` finds it).
         case.name = crate::text::line(&case.name).into_owned();
-        let (backend, mut options) = devices.for_case(&case);
-        options.replay = Some(recipe.clone());
         let kind = case.op.kind().name();
         let name = case.name.clone();
-        let made_at = backend.feature_level();
+        let made_at = made[&case.feature_level].feature_level();
         if levels == Levels::Exact && made_at != case.feature_level {
             let message = format!(
                 "the backend made for level {} reports level {made_at}: this target runs \
@@ -186,13 +201,12 @@ fn trials_and_skip_check(
             trials.push(Trial::test(name, move || Err(Failed::from(message))).with_kind(kind));
             continue;
         }
-        let skip = skip_reason(backend.as_ref(), &case, &options);
-        let recorded = (case.clone(), options.clone(), skip.clone());
+        let skip = session.skip_reason(&case);
         let trial = Trial::ignorable_test(name, {
-            let backend = backend.clone();
-            let check = check.clone();
+            let session = session.clone();
+            let case = case.clone();
             move || {
-                let result = run_case(backend.as_ref(), &case, &options);
+                let result = session.step(&case);
                 match result.status {
                     Status::Passed | Status::ExpectedFailure | Status::Informational => {
                         Ok(Completion::Completed)
@@ -200,30 +214,26 @@ fn trials_and_skip_check(
                     Status::Failed => Err(Failed::from(result.failure_report())),
                     // A skip found only at run time (the backend's compile said Unsupported)
                     // is ignored with its reason, as a skip known in advance is: never a pass.
-                    Status::Skipped => {
-                        if let Ok(mut check) = check.lock() {
-                            check.skipped_at_run_time(&result.reason);
-                        }
-                        Ok(Completion::ignored_with(format!(
-                            "skipped at run time: {}",
-                            result.reason
-                        )))
-                    }
+                    Status::Skipped => Ok(Completion::ignored_with(format!(
+                        "skipped at run time: {}",
+                        result.reason
+                    ))),
                 }
             }
         })
         .with_kind(kind)
         .with_ignored_flag(skip.is_some());
         if !args.is_filtered_out(&trial) {
-            let (case, options, skip) = recorded;
-            if let Ok(mut check) = check.lock() {
-                check.record(backend.as_ref(), &case, &options, skip.as_deref());
-            }
-            if backend_name.is_none() {
-                backend_name = Some(backend.name());
+            selected_any = true;
+            // An ignored trial does not run (unless asked to): its skip counts now.
+            if let Some(reason) = &skip
+                && !args.ignored
+                && !args.include_ignored
+            {
+                session.count_skip(&case, reason);
             }
         }
         trials.push(trial);
     }
-    (trials, check, backend_name)
+    (trials, selected_any.then_some(session))
 }

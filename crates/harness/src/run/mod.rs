@@ -16,7 +16,8 @@ pub use libtest::{
 };
 pub use load_error::{LOAD_ERROR_ID_PREFIX, load_error_result, load_error_results};
 pub use replay::{LibtestTarget, Replay, ReplayRecipe, shell_word};
+pub(crate) use runner::SkipCheck;
 pub use runner::{
-    CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, SkipCheck, Status, case_id,
-    level_skip_reason, replay_command, run_case, run_case_with_data_sets, run_cases, skip_reason,
+    CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, Status, case_id, level_skip_reason,
+    replay_command, run_case, run_case_with_data_sets, skip_reason,
 };

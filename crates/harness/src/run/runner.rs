@@ -209,18 +209,28 @@ impl CaseResult {
     }
 }
 
-enum Outcome {
+/// What judging one case decided: the value `case_result` turns into a `CaseResult`. A pass
+/// is a verdict like any other, never an error.
+enum Verdict {
     Pass,
     Skip(String),
     Informational { reason: String, details: String },
     Fail { check: String, details: String },
 }
 
-fn fail(check: impl Into<String>, details: impl Into<String>) -> Outcome {
-    Outcome::Fail {
+fn fail(check: impl Into<String>, details: impl Into<String>) -> Verdict {
+    Verdict::Fail {
         check: check.into(),
         details: details.into(),
     }
+}
+
+/// Where judging stands after steps 1 to 3: the backend accepted the descriptor and the case
+/// goes on to execute it, or the verdict is already reached (a skip, a rejection as the
+/// oracle's, a failure, an informational acceptance).
+enum Judged<'a> {
+    Execute(Box<dyn CompiledOperator + 'a>),
+    Decided(Verdict),
 }
 
 /// Runs one case on one backend.
@@ -244,8 +254,10 @@ pub fn run_case_with_data_sets(
     let started = Instant::now();
     let mut notes = Vec::new();
     let compiled = match corpus_skips_and_compile(backend, case, options, &mut notes) {
-        Ok(compiled) => compiled,
-        Err(outcome) => return vec![case_result(backend, case, options, outcome, notes, started)],
+        Judged::Execute(compiled) => compiled,
+        Judged::Decided(verdict) => {
+            return vec![case_result(backend, case, options, verdict, notes, started)];
+        }
     };
     let outcome = execute_and_compare(case, compiled.as_ref(), &mut notes);
     let mut results = vec![case_result(backend, case, options, outcome, notes, started)];
@@ -278,13 +290,13 @@ pub fn run_case_with_data_sets(
     results
 }
 
-/// A case's result from its outcome: the status, the reason, and for a failure the details
+/// A case's result from its verdict: the status, the reason, and for a failure the details
 /// ending with the replay command.
 fn case_result(
     backend: &dyn Backend,
     case: &Case,
     options: &RunOptions,
-    outcome: Outcome,
+    verdict: Verdict,
     notes: Vec<String>,
     started: Instant,
 ) -> CaseResult {
@@ -295,19 +307,19 @@ fn case_result(
             .feature_level
             .unwrap_or_else(|| backend.feature_level()),
     );
-    match outcome {
-        Outcome::Pass => {}
-        Outcome::Skip(reason) => {
+    match verdict {
+        Verdict::Pass => {}
+        Verdict::Skip(reason) => {
             result.status = Status::Skipped;
             result.reason = reason;
         }
-        Outcome::Informational { reason, details } => {
+        Verdict::Informational { reason, details } => {
             result.status = Status::Informational;
             result.reason = reason;
             result.details = details;
             result.descriptor = Some(crate::corpus::descriptor_flow(&case.op));
         }
-        Outcome::Fail { check, details } => {
+        Verdict::Fail { check, details } => {
             result.status = Status::Failed;
             result.reason = check;
             result.details = details;
@@ -353,18 +365,20 @@ fn backend_said(intro: &str, said: &str) -> String {
     format!("  {intro}:\n{}", text::quoted_lines(&said, "    | "))
 }
 
-/// Steps 1 to 3: the corpus check, the skips, and the verdict; the compiled operator when
-/// the case goes on to execute, else the case's outcome.
+/// Steps 1 to 3: the corpus check, the skips, and the verdict on the descriptor; the compiled
+/// operator when the case goes on to execute.
 fn corpus_skips_and_compile<'a>(
     backend: &'a dyn Backend,
     case: &Case,
     options: &RunOptions,
     notes: &mut Vec<String>,
-) -> Result<Box<dyn CompiledOperator + 'a>, Outcome> {
-    check_corpus_expectation(case)?;
+) -> Judged<'a> {
+    if let Some(failure) = corpus_expectation_failure(case) {
+        return Judged::Decided(failure);
+    }
     // Step 2, skips.
     if let Some(reason) = skip_reason(backend, case, options) {
-        return Err(Outcome::Skip(reason));
+        return Judged::Decided(Verdict::Skip(reason));
     }
     let level = options
         .feature_level
@@ -372,12 +386,13 @@ fn corpus_skips_and_compile<'a>(
     compile_and_judge(backend, case, options, level, notes)
 }
 
-/// Step 1, the corpus itself: the stored expectation must be the oracle's verdict.
-fn check_corpus_expectation(case: &Case) -> Result<(), Outcome> {
+/// Step 1, the corpus itself: the stored expectation must be the oracle's verdict; the
+/// failure when it is not.
+fn corpus_expectation_failure(case: &Case) -> Option<Verdict> {
     let stored_level = case.feature_level;
     match (validate(&case.op, stored_level), &case.expect) {
-        (Ok(()), Expectation::Accept) => {}
-        (Err(v), Expectation::Reject { rule }) if v.rule == *rule => {}
+        (Ok(()), Expectation::Accept) => None,
+        (Err(v), Expectation::Reject { rule }) if v.rule == *rule => None,
         (verdict, expect) => {
             let says = match expect {
                 Expectation::Accept => "accepted".to_string(),
@@ -387,13 +402,12 @@ fn check_corpus_expectation(case: &Case) -> Result<(), Outcome> {
                 Ok(()) => "accepts it".to_string(),
                 Err(v) => format!("rejects it: {v}"),
             };
-            return Err(fail(
+            Some(fail(
                 "corpus: the case's expectation disagrees with the oracle",
                 format!("  the case says {says} at {stored_level}; the oracle {oracle}\n"),
-            ));
+            ))
         }
     }
-    Ok(())
 }
 
 /// Step 3 (after the skips), accept or reject as the oracle does at this level: the backend's
@@ -404,11 +418,11 @@ fn compile_and_judge<'a>(
     options: &RunOptions,
     level: FeatureLevel,
     notes: &mut Vec<String>,
-) -> Result<Box<dyn CompiledOperator + 'a>, Outcome> {
+) -> Judged<'a> {
     let verdict = validate(&case.op, level);
     let compiled = match catch_unwind(AssertUnwindSafe(|| backend.compile(&case.op))) {
         Err(panic) => {
-            return Err(fail(
+            return Judged::Decided(fail(
                 "compile panicked",
                 backend_said("the panic's message", &panic_message(panic.as_ref())),
             ));
@@ -417,13 +431,13 @@ fn compile_and_judge<'a>(
     };
     let compiled = match compiled {
         Err(CompileError::Failed(message)) => {
-            return Err(fail(
+            return Judged::Decided(fail(
                 "the backend failed",
                 backend_said("while compiling, the backend said", &message),
             ));
         }
         Err(CompileError::Unsupported(reason)) => {
-            return Err(Outcome::Skip(format!(
+            return Judged::Decided(Verdict::Skip(format!(
                 "backend {}: {}",
                 backend.name(),
                 bounded(reason)
@@ -438,10 +452,10 @@ fn compile_and_judge<'a>(
     let compiled = match (verdict, compiled) {
         (Err(violation), Err(rejected)) => {
             note_rule_difference(&violation.rule, &rejected, notes);
-            return Err(Outcome::Pass);
+            return Judged::Decided(Verdict::Pass);
         }
         (Ok(()), Err(rejected)) => {
-            return Err(fail(
+            return Judged::Decided(fail(
                 "rejected a valid descriptor",
                 format!(
                     "{}  the oracle accepts it at {level}\n",
@@ -461,7 +475,7 @@ fn compile_and_judge<'a>(
                 profile.enforces(rule) && !beyond_level(rule)
             }) {
                 Err(enforced) => {
-                    return Err(fail(
+                    return Judged::Decided(fail(
                         "accepted an invalid descriptor",
                         format!("  the oracle rejects it at {level}: {enforced}\n"),
                     ));
@@ -478,7 +492,7 @@ fn compile_and_judge<'a>(
                     let _ = writeln!(details, "  the oracle rejects it at {level}: {v}");
                 }
                 let _ = writeln!(details, "  the backend's validation profile: {profile}");
-                return Err(Outcome::Informational {
+                return Judged::Decided(Verdict::Informational {
                     reason: format!("accepted; DirectML rejects it: rule {}", first.rule),
                     details,
                 });
@@ -490,7 +504,7 @@ fn compile_and_judge<'a>(
         }
         (Ok(()), Ok(compiled)) => compiled,
     };
-    Ok(compiled)
+    Judged::Execute(compiled)
 }
 
 /// Step 4, execute and compare; sizes first, so nothing is allocated for a case too large.
@@ -498,7 +512,7 @@ fn execute_and_compare(
     case: &Case,
     compiled: &dyn CompiledOperator,
     notes: &mut Vec<String>,
-) -> Outcome {
+) -> Verdict {
     let outputs = case.op.outputs();
     if let Some(reason) = case
         .op
@@ -507,7 +521,7 @@ fn execute_and_compare(
         .chain(&outputs)
         .find_map(|(field, desc)| too_large(field, desc))
     {
-        return Outcome::Skip(reason);
+        return Verdict::Skip(reason);
     }
     let mut input_bytes = Vec::new();
     for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
@@ -520,7 +534,7 @@ fn execute_and_compare(
     let input_refs: Vec<&[u8]> = input_bytes.iter().map(Vec::as_slice).collect();
     let reference = match execute(&case.op, &input_refs) {
         Ok(outputs) => outputs,
-        Err(e) => return Outcome::Skip(format!("the oracle cannot execute it here: {e}")),
+        Err(e) => return Verdict::Skip(format!("the oracle cannot execute it here: {e}")),
     };
     if let Some(outcome) = check_stored_expected_values(case, &reference) {
         return outcome;
@@ -598,7 +612,7 @@ fn execute_and_compare(
         }
     }
     if problems.is_empty() {
-        Outcome::Pass
+        Verdict::Pass
     } else {
         problems.dedup();
         fail(problems.join(", "), details)
@@ -606,7 +620,7 @@ fn execute_and_compare(
 }
 
 /// The case's own `expected:` values must be what the oracle computes.
-fn check_stored_expected_values(case: &Case, reference: &[OracleOutput]) -> Option<Outcome> {
+fn check_stored_expected_values(case: &Case, reference: &[OracleOutput]) -> Option<Verdict> {
     for (((field, desc), stored), computed) in
         case.op.outputs().iter().zip(&case.expected).zip(reference)
     {
@@ -711,39 +725,24 @@ fn not_alone_reason(case: &Case, level: FeatureLevel) -> Option<String> {
 /// backend whose `data_types()` is empty, or that calls everything unsupported). Cases
 /// outside the level, an unavailable backend and a run that selected no case do not count.
 #[derive(Debug, Default)]
-pub struct SkipCheck {
+pub(crate) struct SkipCheck {
     ran: usize,
     skipped: BTreeMap<String, usize>,
 }
 
 impl SkipCheck {
-    /// Records one selected case: `skipped` is its skip reason, if it was skipped.
-    pub fn record(
-        &mut self,
-        backend: &dyn Backend,
-        case: &Case,
-        options: &RunOptions,
-        skipped: Option<&str>,
-    ) {
-        if backend.unavailable_reason().is_some()
-            || level_skip_reason(backend, case, options).is_some()
-        {
-            return;
-        }
-        match skipped {
-            None => self.ran += 1,
-            Some(reason) => *self.skipped.entry(reason.to_string()).or_default() += 1,
-        }
+    /// A case within the running level that the backend ran.
+    pub(crate) fn ran(&mut self) {
+        self.ran += 1;
     }
 
-    /// A case recorded as run that the backend then skipped (its compile said Unsupported).
-    pub fn skipped_at_run_time(&mut self, reason: &str) {
-        self.ran = self.ran.saturating_sub(1);
+    /// A case within the running level that the backend skipped, for `reason`.
+    pub(crate) fn skipped(&mut self, reason: &str) {
         *self.skipped.entry(reason.to_string()).or_default() += 1;
     }
 
     /// The run's failure, when the backend skipped every case it could have run.
-    pub fn failure(&self, backend_name: &str) -> Option<String> {
+    pub(crate) fn failure(&self, backend_name: &str) -> Option<String> {
         if self.ran > 0 {
             return None;
         }
@@ -783,20 +782,4 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "(a panic without a message)".to_string()
     }
-}
-
-/// Runs cases in order, calling `progress` after each.
-pub fn run_cases(
-    backend: &dyn Backend,
-    cases: &[Case],
-    options: &RunOptions,
-    mut progress: impl FnMut(usize, usize, &CaseResult),
-) -> Vec<CaseResult> {
-    let mut results = Vec::with_capacity(cases.len());
-    for (i, case) in cases.iter().enumerate() {
-        let result = run_case(backend, case, options);
-        progress(i + 1, cases.len(), &result);
-        results.push(result);
-    }
-    results
 }

@@ -1,7 +1,7 @@
 //! What the broken-server tests share: the doc cases, and a run that records every process
 //! the server starts and checks the process table afterwards.
 
-use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, run_cases};
+use dmlcts_harness::{Case, CaseResult, Corpus, RunOptions, run_case};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -39,7 +39,7 @@ pub fn run_recording_pids(fault: &str, cases: &[Case], timeout: Duration) -> Run
     options.startup_timeout = timeout;
     let started = Instant::now();
     let backend = ProcessBackend::start(options).expect("the broken server starts");
-    let results = run_cases(&backend, cases, &RunOptions::default(), |_, _, _| {});
+    let results = cases.iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
     drop(backend);
     let elapsed = started.elapsed();
     let left_behind = left_behind(&pids_file);
