@@ -29,12 +29,9 @@ enum Command {
     /// Regenerate the generated part of cases/ from specs/
     GenCases,
     /// Throughput against memcpy, ndarray and the oracle: [--runs N] [--no-oracle] [--json FILE]
-    /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]
-    #[command(disable_help_flag = true)]
-    Bench {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<String>,
-    },
+    /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]; or --fuzz [--runs N] [--json FILE]
+    #[command(args_override_self = true)]
+    Bench(bench::BenchArgs),
     /// Mutation testing with cargo-mutants 27.1.0: the share of a package's mutants its tests
     /// kill (the CPU backend against the corpus alone; the oracle's validate.rs against its
     /// tests and the corpus). Slow: about half an hour each on 2 cores
@@ -51,10 +48,9 @@ enum Command {
     /// valid cases each, bit for bit; fails on any disagreement no expectations file explains
     Crosscheck(crosscheck::CrosscheckArgs),
     /// Real DirectML under Wine (Linux): `setup`, `doctor`, `matrix` (every pinned version)
-    #[command(disable_help_flag = true)]
     Directml {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<String>,
+        #[command(subcommand)]
+        command: directml::DirectmlCommand,
     },
 }
 
@@ -71,8 +67,8 @@ fn main() -> ExitCode {
     let status = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),
         Command::GenCases => gen_cases(),
-        Command::Bench { args } => bench::bench_main(&args),
-        Command::Directml { args } => directml::directml_main(&args),
+        Command::Bench(args) => bench_status(bench::bench_main(&args)),
+        Command::Directml { command } => directml_status(directml::directml_main(&command)),
         Command::Crosscheck(args) => crosscheck::crosscheck_main(&args, &host, &root),
         Command::Mutants {
             package,
@@ -80,6 +76,39 @@ fn main() -> ExitCode {
         } => mutants::mutants_main(&package, &cargo_mutants_args, &root),
     };
     ExitCode::from(status.clamp(0, 255) as u8)
+}
+
+/// `cargo xtask bench`'s exit status: 0, or 1 after the error's line.
+fn bench_status(result: Result<(), bench::BenchError>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            dmlcts_cli::say_err!("{e}");
+            1
+        }
+    }
+}
+
+/// `cargo xtask directml`'s exit status: 0; 2 for a version that is not pinned (as for any
+/// other usage error); 1 for a failure, after its line where the run has not said it already.
+fn directml_status(result: Result<(), directml::DirectmlError>) -> i32 {
+    use directml::{DirectmlError, MatrixError};
+    match result {
+        Ok(()) => 0,
+        Err(DirectmlError::NotPinned { command, message }) => {
+            dmlcts_cli::say_err!("directml {command}: {message}");
+            2
+        }
+        Err(DirectmlError::Setup(e)) => {
+            dmlcts_cli::say_err!("directml setup: {e}");
+            1
+        }
+        Err(DirectmlError::Matrix(MatrixError::Stopped(e))) => {
+            dmlcts_cli::say_err!("directml matrix: {e}");
+            1
+        }
+        Err(DirectmlError::Missing | DirectmlError::Matrix(MatrixError::RunsFailed)) => 1,
+    }
 }
 
 /// Writes the generated corpus files; says which changed.

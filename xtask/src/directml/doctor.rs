@@ -308,23 +308,24 @@ fn server_files(version_dir: &Path) -> Result<String, String> {
     Ok(format!("{}", version_dir.display()))
 }
 
-/// `cargo xtask directml doctor`: every check of every version named, one line each.
-pub fn doctor_main(pins: &[&Pin]) -> i32 {
+/// `cargo xtask directml doctor`: every check of every version named, one line each;
+/// whether every piece was found.
+pub fn doctor_main(pins: &[&Pin]) -> bool {
     let system = System::this_machine();
-    let mut status = 0;
+    let mut found = true;
     for pin in pins {
         dmlcts_cli::say!("DirectML {}:", pin.version);
         for check in checks(&system, pin, &super::version_dir(pin)) {
             match &check.verdict {
-                Ok(found) => dmlcts_cli::say!("  ok       {}: {found}", check.piece),
+                Ok(what) => dmlcts_cli::say!("  ok       {}: {what}", check.piece),
                 Err(problem) => {
                     dmlcts_cli::say!("  MISSING  {}: {problem}", check.piece);
-                    status = 1;
+                    found = false;
                 }
             }
         }
     }
-    status
+    found
 }
 
 #[cfg(test)]
