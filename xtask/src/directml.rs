@@ -12,37 +12,25 @@
 //!
 //! The files: `pins` (the pinned DLLs and their download), `wine` (Debian's packages, Mesa 25,
 //! the Wine prefix), `cross_build` (the server and the shim for Windows), `setup` (the steps in
-//! order, and the start script), `doctor` (each piece checked), `matrix` (every version's run).
+//! order, and the start script), `doctor` (each piece checked), `matrix` (every version's run),
+//! and `shell` (the leaf they share: running a command, a step's line, sha256, the stack's
+//! folder). They form no circle: setup -> {cross_build, pins, wine, doctor} -> shell, and no
+//! module here uses this one (xtask/tests/module_graph.rs checks it).
 
 mod cross_build;
 mod doctor;
 mod matrix;
 mod pins;
 mod setup;
+mod shell;
 mod wine;
 
 use clap::Subcommand;
 pub use matrix::MatrixError;
 pub use pins::backend_names;
-use pins::{PINS, Pin, pin_for};
+use pins::{PINS, Pin, pin_for, version_dir};
 use setup::{prepare, setup};
-use std::path::PathBuf;
-
-pub fn stack_dir() -> PathBuf {
-    crate::repository_root()
-        .join("target")
-        .join("directml-stack")
-}
-
-/// The script that starts the server in a version's folder (after `setup`).
-pub fn server_script() -> PathBuf {
-    stack_dir().join("run-server.sh")
-}
-
-/// A version's own folder: its DirectML.dll, next to a copy of the server and the shim.
-pub fn version_dir(pin: &Pin) -> PathBuf {
-    stack_dir().join(pin.version)
-}
+use shell::server_script;
 
 /// `cargo xtask directml`'s commands.
 #[derive(Subcommand)]

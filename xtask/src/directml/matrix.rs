@@ -4,7 +4,7 @@
 
 use super::pins::{PINS, Pin};
 use super::setup::setup;
-use super::stack_dir;
+use super::shell::stack_dir;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
