@@ -152,4 +152,110 @@ mod tests {
     fn the_command_definitions_pass_clap_s_own_checks() {
         super::Xtask::command().debug_assert();
     }
+
+    fn parse(line: &str) -> Result<super::Command, clap::Error> {
+        use clap::Parser;
+        super::Xtask::try_parse_from(std::iter::once("cargo xtask").chain(line.split(' ')))
+            .map(|x| x.command)
+    }
+
+    /// `bench`'s options as the hand parser held them: backend, adapter, runs, oracle, json,
+    /// filter, fuzz.
+    fn bench(line: &str) -> String {
+        match parse(line).unwrap_or_else(|e| panic!("{line}: {e}")) {
+            super::Command::Bench(a) => format!(
+                "{:?} {:?} {} {} {:?} {:?} {}",
+                a.backend, a.adapter, a.runs, a.oracle, a.json, a.filter, a.fuzz
+            ),
+            _ => panic!("{line}: not bench"),
+        }
+    }
+
+    /// Every `cargo xtask bench` of .ci/run and docs/guide, with what the hand parser made of
+    /// it; its defaults, --runs 0 taken as 1, and a repeated flag's last value.
+    #[test]
+    fn bench_invocations_parse_as_the_hand_parser_did() {
+        for (line, options) in [
+            ("bench", "Cpu None 5 true None None false"),
+            (
+                "bench --runs 1 --no-oracle --filter FLOAT32",
+                "Cpu None 1 false None Some(\"FLOAT32\") false",
+            ),
+            (
+                "bench --backend wgpu --runs 1 --filter FLOAT32",
+                "Wgpu None 1 true None Some(\"FLOAT32\") false",
+            ),
+            ("bench --fuzz --runs 5", "Cpu None 5 true None None true"),
+            ("bench --runs 7", "Cpu None 7 true None None false"),
+            (
+                "bench --backend wgpu --runs 3",
+                "Wgpu None 3 true None None false",
+            ),
+            (
+                "bench --backend wgpu --adapter NAME",
+                "Wgpu Some(\"NAME\") 5 true None None false",
+            ),
+            (
+                "bench --json out.json --runs 0",
+                "Cpu None 1 true Some(\"out.json\") None false",
+            ),
+            ("bench --runs 2 --runs 3", "Cpu None 3 true None None false"),
+        ] {
+            assert_eq!(bench(line), options, "{line}");
+        }
+        for wrong in [
+            "bench --runs x",
+            "bench --backend directml",
+            "bench --bogus",
+            "bench --json",
+        ] {
+            assert_eq!(
+                parse(wrong).err().map(|e| e.exit_code()),
+                Some(2),
+                "{wrong}"
+            );
+        }
+    }
+
+    /// Every `cargo xtask directml` of .ci/run and docs/guide parses; versions are checked
+    /// against the pins after parsing (a version not pinned exits 2 from main.rs).
+    #[test]
+    fn directml_invocations_parse_as_the_hand_parser_did() {
+        use crate::directml::DirectmlCommand as D;
+        let directml = |line: &str| match parse(line).unwrap_or_else(|e| panic!("{line}: {e}")) {
+            super::Command::Directml { command } => command,
+            _ => panic!("{line}: not directml"),
+        };
+        let versions = |command: &D| match command {
+            D::Setup { versions } | D::Doctor { versions } => versions.join(" "),
+            D::Matrix { write_guide } => format!("write_guide {write_guide}"),
+        };
+        for (line, expected) in [
+            ("directml setup 1.9.0 1.15.4", "1.9.0 1.15.4"),
+            ("directml doctor 1.9.0 1.15.4", "1.9.0 1.15.4"),
+            ("directml setup all", "all"),
+            ("directml doctor all", "all"),
+            ("directml setup", ""),
+            ("directml doctor 1.15.4", "1.15.4"),
+            ("directml matrix --write-guide", "write_guide true"),
+            ("directml matrix", "write_guide false"),
+        ] {
+            let command = directml(line);
+            assert_eq!(versions(&command), expected, "{line}");
+            let verb = line.split(' ').nth(1).unwrap();
+            let matches = match command {
+                D::Setup { .. } => verb == "setup",
+                D::Doctor { .. } => verb == "doctor",
+                D::Matrix { .. } => verb == "matrix",
+            };
+            assert!(matches, "{line}");
+        }
+        for wrong in ["directml", "directml repair", "directml matrix --bogus"] {
+            assert_eq!(
+                parse(wrong).err().map(|e| e.exit_code()),
+                Some(2),
+                "{wrong}"
+            );
+        }
+    }
 }
