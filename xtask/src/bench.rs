@@ -13,10 +13,13 @@
 //! interleaved rounds, the figures taken from them), `cpu` (the CPU backend's bench),
 //! `report` (its table and JSON report), `scaling` (the size-scaling table), `wgpu`
 //! (`--backend wgpu`) and `fuzz` (`--fuzz`: a campaign's speed with a planted bug, next to the
-//! clean campaign).
+//! clean campaign); `options` (the command line, and the rows it selects) and `error` (why it
+//! failed).
 
 mod cpu;
+mod error;
 mod fuzz;
+mod options;
 mod references;
 mod report;
 mod rounds;
@@ -24,91 +27,17 @@ mod scaling;
 mod wgpu;
 mod workloads;
 
-use dmlcts_tensor::DataType;
-use workloads::Workload;
+pub use error::BenchError;
+use options::Backend;
+pub use options::BenchArgs;
 
-struct Options {
-    backend: String,
-    adapter: Option<String>,
-    runs: usize,
-    oracle: bool,
-    json: Option<String>,
-    filter: Option<String>,
-    fuzz: bool,
-}
-
-fn parse(args: &[String]) -> Result<Options, String> {
-    let mut options = Options {
-        backend: "cpu".to_string(),
-        adapter: None,
-        runs: 5,
-        oracle: true,
-        json: None,
-        filter: None,
-        fuzz: false,
-    };
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let mut value = || iter.next().cloned().ok_or(format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--runs" => {
-                options.runs = value()?.parse().map_err(|_| "--runs takes a number")?;
-                options.runs = options.runs.max(1);
-            }
-            "--no-oracle" => options.oracle = false,
-            "--fuzz" => options.fuzz = true,
-            "--json" => options.json = Some(value()?),
-            "--filter" => options.filter = Some(value()?),
-            "--backend" => {
-                let name = value()?;
-                if name != "cpu" && name != "wgpu" {
-                    return Err(format!("bench supports --backend cpu or wgpu (got {name})"));
-                }
-                options.backend = name;
-            }
-            "--adapter" => options.adapter = Some(value()?),
-            other => return Err(format!("unknown option `{other}`")),
-        }
-    }
-    Ok(options)
-}
-
-impl Options {
-    /// Whether `--filter` leaves out the row named `label`.
-    fn filtered_out(&self, label: &str) -> bool {
-        self.filter
-            .as_ref()
-            .is_some_and(|f| !label.contains(f.as_str()))
-    }
-
-    /// The 64 MiB table's rows `--filter` lets through, in table order: each workload in
-    /// FLOAT32, FLOAT16 and UINT8.
-    fn selected_rows(&self) -> Vec<(Workload, DataType)> {
-        [DataType::Float32, DataType::Float16, DataType::Uint8]
-            .into_iter()
-            .flat_map(|data_type| Workload::ALL.into_iter().map(move |w| (w, data_type)))
-            .filter(|(workload, data_type)| {
-                !self.filtered_out(&format!("{} {}", workload.name(), data_type))
-            })
-            .collect()
-    }
-}
-
-pub fn bench_main(args: &[String]) -> i32 {
-    let options = match parse(args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!(
-                "error: {e}\nusage: cargo xtask bench [--runs N] [--no-oracle] [--json FILE] [--filter TEXT]\n       cargo xtask bench --fuzz [--runs N] [--json FILE]"
-            );
-            return 2;
-        }
-    };
+/// `cargo xtask bench`: the table asked for.
+pub fn bench_main(options: &BenchArgs) -> Result<(), BenchError> {
     if options.fuzz {
-        return fuzz::bench_fuzz(&options);
+        return fuzz::bench_fuzz(options);
     }
-    if options.backend == "wgpu" {
-        return wgpu::bench_wgpu(&options);
+    if options.backend == Backend::Wgpu {
+        return wgpu::bench_wgpu(options);
     }
-    cpu::bench_cpu(&options)
+    cpu::bench_cpu(options)
 }

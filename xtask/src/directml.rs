@@ -12,34 +12,65 @@
 //!
 //! The files: `pins` (the pinned DLLs and their download), `wine` (Debian's packages, Mesa 25,
 //! the Wine prefix), `cross_build` (the server and the shim for Windows), `setup` (the steps in
-//! order, and the start script), `doctor` (each piece checked), `matrix` (every version's run).
+//! order, and the start script), `doctor` (each piece checked), `matrix` (every version's run),
+//! and `shell` (the leaf they share: running a command, a step's line, sha256, the stack's
+//! folder). They form no circle: setup -> {cross_build, pins, wine, doctor} -> shell, and no
+//! module here uses this one (xtask/tests/module_graph.rs checks it).
 
 mod cross_build;
 mod doctor;
 mod matrix;
 mod pins;
 mod setup;
+mod shell;
 mod wine;
 
+use clap::Subcommand;
+pub use matrix::MatrixError;
 pub use pins::backend_names;
-use pins::{PINS, Pin, pin_for};
+use pins::{PINS, Pin, pin_for, version_dir};
 use setup::{prepare, setup};
-use std::path::PathBuf;
+use shell::server_script;
 
-pub fn stack_dir() -> PathBuf {
-    crate::repository_root()
-        .join("target")
-        .join("directml-stack")
+/// `cargo xtask directml`'s commands.
+#[derive(Subcommand)]
+pub enum DirectmlCommand {
+    /// Prepare the stack in target/directml-stack, idempotently (each step checks its own
+    /// result first), and the named versions' folders
+    Setup {
+        /// Pinned DirectML versions (e.g. 1.15.4), or `all` alone [default: the newest pin]
+        #[arg(value_name = "VERSION")]
+        versions: Vec<String>,
+    },
+    /// Check each piece of the stack for the named versions, one line each
+    Doctor {
+        /// Pinned DirectML versions (e.g. 1.15.4), or `all` alone [default: the newest pin]
+        #[arg(value_name = "VERSION")]
+        versions: Vec<String>,
+    },
+    /// The corpus with expectations on every pinned version, each in its own `cargo xtask
+    /// conformance` process: the table (in target/directml-stack/matrix/table.md)
+    Matrix {
+        /// Also write the table into docs/guide/directml.md, between its markers
+        #[arg(long)]
+        write_guide: bool,
+    },
 }
 
-/// The script that starts the server in a version's folder (after `setup`).
-pub fn server_script() -> PathBuf {
-    stack_dir().join("run-server.sh")
-}
-
-/// A version's own folder: its DirectML.dll, next to a copy of the server and the shim.
-pub fn version_dir(pin: &Pin) -> PathBuf {
-    stack_dir().join(pin.version)
+/// Why `cargo xtask directml` failed; main.rs says it and picks the exit status.
+#[derive(Debug)]
+pub enum DirectmlError {
+    /// `setup` or `doctor` (`command`) was given a version that is not pinned.
+    NotPinned {
+        command: &'static str,
+        message: String,
+    },
+    /// A setup step failed: what it said.
+    Setup(String),
+    /// The doctor found a piece missing (its lines said which).
+    Missing,
+    /// The matrix stopped, or a version's run failed.
+    Matrix(MatrixError),
 }
 
 /// The `Host::directml_ready` of `cargo xtask`: the pinned versions set up in the stack
@@ -60,63 +91,52 @@ pub fn start_command(backend: &str) -> Option<Result<String, String>> {
     pin_for(backend).map(|pin| prepare(pin?))
 }
 
-fn pins_named(args: &[String]) -> Result<Vec<&'static Pin>, String> {
-    if args.is_empty() {
+/// The pins named on the command line: none is the newest, `all` alone is every one.
+fn pins_named(versions: &[String]) -> Result<Vec<&'static Pin>, String> {
+    if versions.is_empty() {
         return Ok(vec![PINS.last().expect("at least one pin")]);
     }
-    if args.len() == 1 && args[0] == "all" {
+    if versions.len() == 1 && versions[0] == "all" {
         return Ok(PINS.iter().collect());
     }
-    args.iter()
+    versions
+        .iter()
         .map(|v| pin_for(&format!("directml@{v}")).expect("a directml@ name"))
         .collect()
 }
 
-const USAGE: &str = "\
-usage: cargo xtask directml setup [VERSION... | all]   prepare the stack (default: the newest pin)
-       cargo xtask directml doctor [VERSION... | all]  check each piece, one line each
-       cargo xtask directml matrix [--write-guide]     the corpus on every pinned version: the table
-";
-
-pub fn directml_main(args: &[String]) -> i32 {
-    let rest = args.get(1..).unwrap_or_default();
-    match args.first().map(String::as_str) {
-        Some("setup") => {
-            let pins = match pins_named(rest) {
-                Ok(pins) => pins,
-                Err(e) => {
-                    dmlcts_cli::say_err!("directml setup: {e}");
-                    return 2;
-                }
-            };
+pub fn directml_main(command: &DirectmlCommand) -> Result<(), DirectmlError> {
+    match command {
+        DirectmlCommand::Setup { versions } => {
+            let pins = pins_named(versions).map_err(|message| DirectmlError::NotPinned {
+                command: "setup",
+                message,
+            })?;
             for pin in pins {
-                match setup(pin) {
-                    Ok(dir) => dmlcts_cli::say!(
-                        "directml setup: DirectML {} ready in {}; run the corpus with `cargo xtask \
-                         conformance --backend directml@{}`",
-                        pin.version,
-                        dir.display(),
-                        pin.version
-                    ),
-                    Err(e) => {
-                        dmlcts_cli::say_err!("directml setup: {e}");
-                        return 1;
-                    }
-                }
+                let dir = setup(pin).map_err(DirectmlError::Setup)?;
+                dmlcts_cli::say!(
+                    "directml setup: DirectML {} ready in {}; run the corpus with `cargo xtask \
+                     conformance --backend directml@{}`",
+                    pin.version,
+                    dir.display(),
+                    pin.version
+                );
             }
-            0
+            Ok(())
         }
-        Some("doctor") => match pins_named(rest) {
-            Ok(pins) => doctor::doctor_main(&pins),
-            Err(e) => {
-                dmlcts_cli::say_err!("directml doctor: {e}");
-                2
+        DirectmlCommand::Doctor { versions } => {
+            let pins = pins_named(versions).map_err(|message| DirectmlError::NotPinned {
+                command: "doctor",
+                message,
+            })?;
+            if doctor::doctor_main(&pins) {
+                Ok(())
+            } else {
+                Err(DirectmlError::Missing)
             }
-        },
-        Some("matrix") => matrix::matrix_main(rest),
-        _ => {
-            dmlcts_cli::say_err!("{}", USAGE.trim_end());
-            2
+        }
+        DirectmlCommand::Matrix { write_guide } => {
+            matrix::matrix_main(*write_guide).map_err(DirectmlError::Matrix)
         }
     }
 }

@@ -29,12 +29,9 @@ enum Command {
     /// Regenerate the generated part of cases/ from specs/
     GenCases,
     /// Throughput against memcpy, ndarray and the oracle: [--runs N] [--no-oracle] [--json FILE]
-    /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]
-    #[command(disable_help_flag = true)]
-    Bench {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<String>,
-    },
+    /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]; or --fuzz [--runs N] [--json FILE]
+    #[command(args_override_self = true)]
+    Bench(bench::BenchArgs),
     /// Mutation testing with cargo-mutants 27.1.0: the share of a package's mutants its tests
     /// kill (the CPU backend against the corpus alone; the oracle's validate.rs against its
     /// tests and the corpus). Slow: about half an hour each on 2 cores
@@ -51,10 +48,9 @@ enum Command {
     /// valid cases each, bit for bit; fails on any disagreement no expectations file explains
     Crosscheck(crosscheck::CrosscheckArgs),
     /// Real DirectML under Wine (Linux): `setup`, `doctor`, `matrix` (every pinned version)
-    #[command(disable_help_flag = true)]
     Directml {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-        args: Vec<String>,
+        #[command(subcommand)]
+        command: directml::DirectmlCommand,
     },
 }
 
@@ -71,8 +67,8 @@ fn main() -> ExitCode {
     let result = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),
         Command::GenCases => gen_cases(),
-        Command::Bench { args } => said(bench::bench_main(&args)),
-        Command::Directml { args } => said(directml::directml_main(&args)),
+        Command::Bench(args) => said(bench_status(bench::bench_main(&args))),
+        Command::Directml { command } => said(directml_status(directml::directml_main(&command))),
         Command::Crosscheck(args) => said(crosscheck::crosscheck_main(&args, &host, &root)),
         Command::Mutants {
             package,
@@ -90,6 +86,39 @@ fn said(status: i32) -> CommandResult {
         0 => Ok(Verdict::Passed),
         1 => Ok(Verdict::Failed),
         _ => Err(CommandError::Said),
+    }
+}
+
+/// `cargo xtask bench`'s exit status: 0, or 1 after the error's line.
+fn bench_status(result: Result<(), bench::BenchError>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            dmlcts_cli::say_err!("{e}");
+            1
+        }
+    }
+}
+
+/// `cargo xtask directml`'s exit status: 0; 2 for a version that is not pinned (as for any
+/// other usage error); 1 for a failure, after its line where the run has not said it already.
+fn directml_status(result: Result<(), directml::DirectmlError>) -> i32 {
+    use directml::{DirectmlError, MatrixError};
+    match result {
+        Ok(()) => 0,
+        Err(DirectmlError::NotPinned { command, message }) => {
+            dmlcts_cli::say_err!("directml {command}: {message}");
+            2
+        }
+        Err(DirectmlError::Setup(e)) => {
+            dmlcts_cli::say_err!("directml setup: {e}");
+            1
+        }
+        Err(DirectmlError::Matrix(MatrixError::Stopped(e))) => {
+            dmlcts_cli::say_err!("directml matrix: {e}");
+            1
+        }
+        Err(DirectmlError::Missing | DirectmlError::Matrix(MatrixError::RunsFailed)) => 1,
     }
 }
 
@@ -130,5 +159,111 @@ mod tests {
     #[test]
     fn the_command_definitions_pass_clap_s_own_checks() {
         super::Xtask::command().debug_assert();
+    }
+
+    fn parse(line: &str) -> Result<super::Command, clap::Error> {
+        use clap::Parser;
+        super::Xtask::try_parse_from(std::iter::once("cargo xtask").chain(line.split(' ')))
+            .map(|x| x.command)
+    }
+
+    /// `bench`'s options as the hand parser held them: backend, adapter, runs, oracle, json,
+    /// filter, fuzz.
+    fn bench(line: &str) -> String {
+        match parse(line).unwrap_or_else(|e| panic!("{line}: {e}")) {
+            super::Command::Bench(a) => format!(
+                "{:?} {:?} {} {} {:?} {:?} {}",
+                a.backend, a.adapter, a.runs, a.oracle, a.json, a.filter, a.fuzz
+            ),
+            _ => panic!("{line}: not bench"),
+        }
+    }
+
+    /// Every `cargo xtask bench` of .ci/run and docs/guide, with what the hand parser made of
+    /// it; its defaults, --runs 0 taken as 1, and a repeated flag's last value.
+    #[test]
+    fn bench_invocations_parse_as_the_hand_parser_did() {
+        for (line, options) in [
+            ("bench", "Cpu None 5 true None None false"),
+            (
+                "bench --runs 1 --no-oracle --filter FLOAT32",
+                "Cpu None 1 false None Some(\"FLOAT32\") false",
+            ),
+            (
+                "bench --backend wgpu --runs 1 --filter FLOAT32",
+                "Wgpu None 1 true None Some(\"FLOAT32\") false",
+            ),
+            ("bench --fuzz --runs 5", "Cpu None 5 true None None true"),
+            ("bench --runs 7", "Cpu None 7 true None None false"),
+            (
+                "bench --backend wgpu --runs 3",
+                "Wgpu None 3 true None None false",
+            ),
+            (
+                "bench --backend wgpu --adapter NAME",
+                "Wgpu Some(\"NAME\") 5 true None None false",
+            ),
+            (
+                "bench --json out.json --runs 0",
+                "Cpu None 1 true Some(\"out.json\") None false",
+            ),
+            ("bench --runs 2 --runs 3", "Cpu None 3 true None None false"),
+        ] {
+            assert_eq!(bench(line), options, "{line}");
+        }
+        for wrong in [
+            "bench --runs x",
+            "bench --backend directml",
+            "bench --bogus",
+            "bench --json",
+        ] {
+            assert_eq!(
+                parse(wrong).err().map(|e| e.exit_code()),
+                Some(2),
+                "{wrong}"
+            );
+        }
+    }
+
+    /// Every `cargo xtask directml` of .ci/run and docs/guide parses; versions are checked
+    /// against the pins after parsing (a version not pinned exits 2 from main.rs).
+    #[test]
+    fn directml_invocations_parse_as_the_hand_parser_did() {
+        use crate::directml::DirectmlCommand as D;
+        let directml = |line: &str| match parse(line).unwrap_or_else(|e| panic!("{line}: {e}")) {
+            super::Command::Directml { command } => command,
+            _ => panic!("{line}: not directml"),
+        };
+        let versions = |command: &D| match command {
+            D::Setup { versions } | D::Doctor { versions } => versions.join(" "),
+            D::Matrix { write_guide } => format!("write_guide {write_guide}"),
+        };
+        for (line, expected) in [
+            ("directml setup 1.9.0 1.15.4", "1.9.0 1.15.4"),
+            ("directml doctor 1.9.0 1.15.4", "1.9.0 1.15.4"),
+            ("directml setup all", "all"),
+            ("directml doctor all", "all"),
+            ("directml setup", ""),
+            ("directml doctor 1.15.4", "1.15.4"),
+            ("directml matrix --write-guide", "write_guide true"),
+            ("directml matrix", "write_guide false"),
+        ] {
+            let command = directml(line);
+            assert_eq!(versions(&command), expected, "{line}");
+            let verb = line.split(' ').nth(1).unwrap();
+            let matches = match command {
+                D::Setup { .. } => verb == "setup",
+                D::Doctor { .. } => verb == "doctor",
+                D::Matrix { .. } => verb == "matrix",
+            };
+            assert!(matches, "{line}");
+        }
+        for wrong in ["directml", "directml repair", "directml matrix --bogus"] {
+            assert_eq!(
+                parse(wrong).err().map(|e| e.exit_code()),
+                Some(2),
+                "{wrong}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The CPU backend's bench: the machine's own copy figures, then every workload and type
 //! measured against the reference copies, ndarray and the oracle, then the scaling table.
 
-use super::Options;
+use super::error::BenchError;
+use super::options::BenchArgs;
 use super::references::{Reference, cpu_and_references, reference_buffers, reference_copies};
 use super::report::{self, Row};
 use super::rounds::{LARGE_BATCH, Settle, best_per_round, rate, ratios, rounds, usual_best};
@@ -14,8 +15,8 @@ use std::cell::RefCell;
 use std::time::Instant;
 
 /// The CPU bench: prints its table (and the scaling table) and writes the JSON report asked
-/// for; the exit status.
-pub(super) fn bench_cpu(options: &Options) -> i32 {
+/// for.
+pub(super) fn bench_cpu(options: &BenchArgs) -> Result<(), BenchError> {
     let backend = CpuBackend::new();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let references = Reference::available(threads);
@@ -30,7 +31,7 @@ pub(super) fn bench_cpu(options: &Options) -> i32 {
         let report = report::cpu_report(threads, options.runs, &machine, &rows, scaling);
         return report::write_json(path, &report);
     }
-    0
+    Ok(())
 }
 
 /// The machine's copy figures on 64 MiB, the references alone: each one's GB/s.
@@ -57,7 +58,7 @@ fn machine_copies(
 /// Every workload and type the filter lets through, each printed as soon as it is measured.
 fn measure_all(
     backend: &CpuBackend,
-    options: &Options,
+    options: &BenchArgs,
     references: &[Reference],
     threads: usize,
     settle: &Settle,
@@ -77,7 +78,7 @@ fn measure(
     backend: &CpuBackend,
     workload: Workload,
     data_type: DataType,
-    options: &Options,
+    options: &BenchArgs,
     references: &[Reference],
     threads: usize,
     settle: &Settle,

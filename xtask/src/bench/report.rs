@@ -1,6 +1,7 @@
 //! The CPU bench's printed table and JSON report: one row per workload and type, the targets
 //! line, and the report that holds them with the machine's copy figures and the scaling table.
 
+use super::error::BenchError;
 use dmlcts_backend_cpu::stream::NONTEMPORAL_STORES;
 use dmlcts_tensor::DataType;
 
@@ -171,14 +172,14 @@ pub(super) fn cpu_report(
     })
 }
 
-/// Writes a JSON report to `path`: 0, or 1 after saying why it could not.
-pub(super) fn write_json(path: &str, report: &serde_json::Value) -> i32 {
-    if let Err(e) = std::fs::write(
+/// Writes a JSON report to `path`.
+pub(super) fn write_json(path: &str, report: &serde_json::Value) -> Result<(), BenchError> {
+    std::fs::write(
         path,
         serde_json::to_string_pretty(report).unwrap_or_default(),
-    ) {
-        eprintln!("error: cannot write {path}: {e}");
-        return 1;
-    }
-    0
+    )
+    .map_err(|error| BenchError::WriteJson {
+        path: path.to_string(),
+        error,
+    })
 }

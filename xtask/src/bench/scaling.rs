@@ -1,7 +1,7 @@
 //! The size-scaling table: the contiguous Join and the reversed Slice1 from 4 KiB to 256 MiB
 //! next to the best copy of the same bytes, and the per-call overhead at 4 KiB.
 
-use super::Options;
+use super::options::BenchArgs;
 use super::references::{Reference, cpu_and_references};
 use super::report::{range_json, with_range};
 use super::rounds::{Batch, Settle, best_per_round, rate, ratios, rounds, spread, usual_best};
@@ -40,7 +40,7 @@ fn size_name(bytes: usize) -> String {
 /// cost with warm caches. Prints the table and the 4 KiB overhead; returns them as JSON.
 pub(super) fn scaling(
     backend: &CpuBackend,
-    options: &Options,
+    options: &BenchArgs,
     references: &[Reference],
     threads: usize,
     settle: &Settle,

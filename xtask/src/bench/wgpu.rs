@@ -1,7 +1,8 @@
 //! `--backend wgpu`: the wgpu backend's work next to the adapter's own copies of the same
 //! bytes (copy_buffer_to_buffer and the simplest kernel moving as many bytes).
 
-use super::Options;
+use super::error::BenchError;
+use super::options::BenchArgs;
 use super::report::write_json;
 use super::rounds::{gbps, spread};
 use super::workloads::{Workload, descriptor, random_inputs};
@@ -11,15 +12,14 @@ use dmlcts_tensor::{Backend, DataType};
 /// The wgpu backend's work, with buffers already on the device, next to the adapter's own
 /// copy_buffer_to_buffer of the bytes written (the device's memcpy), in interleaved rounds.
 /// wgpu does not report a device's memory bandwidth, so that is the only reference.
-pub(super) fn bench_wgpu(options: &Options) -> i32 {
+pub(super) fn bench_wgpu(options: &BenchArgs) -> Result<(), BenchError> {
     let mut wgpu_options = dmlcts_backend_wgpu::WgpuOptions::default();
     if options.adapter.is_some() {
         wgpu_options.adapter = options.adapter.clone();
     }
     let backend = WgpuBackend::new(wgpu_options);
     if let Some(reason) = backend.unavailable_reason() {
-        eprintln!("bench: the wgpu backend is unavailable: {reason}");
-        return 1;
+        return Err(BenchError::WgpuUnavailable(reason));
     }
     print_header(options.runs, &backend);
     let rows: Vec<_> = (options.selected_rows().into_iter())
@@ -30,7 +30,7 @@ pub(super) fn bench_wgpu(options: &Options) -> i32 {
             serde_json::json!({"adapter": backend.device(), "runs": options.runs, "results": rows});
         return write_json(path, &report);
     }
-    0
+    Ok(())
 }
 
 /// The lines above the table: the rounds, the adapter, the references, and the header.

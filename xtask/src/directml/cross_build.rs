@@ -2,7 +2,7 @@
 //! DirectML protocol server (.exe), and the small bcryptprimitives shim DLL that Wine 8 lacks
 //! (built with Debian's mingw-w64).
 
-use super::setup::{run, step};
+use super::shell::{run, step};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -3,7 +3,9 @@
 //! die in a vkd3d assertion. The checks see the machine only through `System` (programs to
 //! run, folders to search), so a test can hand them fake ones.
 
-use super::pins::Pin;
+use super::pins::{Pin, version_dir};
+use super::shell::stack_dir;
+use super::wine::icd_path;
 use std::path::{Path, PathBuf};
 
 /// Runs a program with arguments: its stdout if it ran and succeeded.
@@ -55,8 +57,8 @@ impl System {
             }),
             path,
             library_dirs,
-            icd: super::wine::icd_path(),
-            wine_prefix: super::stack_dir().join("wineprefix"),
+            icd: icd_path(),
+            wine_prefix: stack_dir().join("wineprefix"),
         }
     }
 
@@ -308,23 +310,24 @@ fn server_files(version_dir: &Path) -> Result<String, String> {
     Ok(format!("{}", version_dir.display()))
 }
 
-/// `cargo xtask directml doctor`: every check of every version named, one line each.
-pub fn doctor_main(pins: &[&Pin]) -> i32 {
+/// `cargo xtask directml doctor`: every check of every version named, one line each;
+/// whether every piece was found.
+pub fn doctor_main(pins: &[&Pin]) -> bool {
     let system = System::this_machine();
-    let mut status = 0;
+    let mut found = true;
     for pin in pins {
         dmlcts_cli::say!("DirectML {}:", pin.version);
-        for check in checks(&system, pin, &super::version_dir(pin)) {
+        for check in checks(&system, pin, &version_dir(pin)) {
             match &check.verdict {
-                Ok(found) => dmlcts_cli::say!("  ok       {}: {found}", check.piece),
+                Ok(what) => dmlcts_cli::say!("  ok       {}: {what}", check.piece),
                 Err(problem) => {
                     dmlcts_cli::say!("  MISSING  {}: {problem}", check.piece);
-                    status = 1;
+                    found = false;
                 }
             }
         }
     }
-    status
+    found
 }
 
 #[cfg(test)]

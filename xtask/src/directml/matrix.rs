@@ -4,7 +4,7 @@
 
 use super::pins::{PINS, Pin};
 use super::setup::setup;
-use super::{USAGE, stack_dir};
+use super::shell::stack_dir;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
@@ -66,63 +66,53 @@ fn replace_between_markers(chapter: &str, table: &str) -> Result<String, String>
     ))
 }
 
+/// Why the matrix failed.
+#[derive(Debug)]
+pub enum MatrixError {
+    /// What stopped it (a folder, a version's setup, the guide), in a line.
+    Stopped(String),
+    /// A version's run failed or wrote no report (its line said so).
+    RunsFailed,
+}
+
 /// `cargo xtask directml matrix`: the corpus with expectations on every pinned version, each
 /// in its own `cargo xtask conformance` process; prints the table (and writes it into the
 /// guide's DirectML chapter with --write-guide). Fails if any version's run failed.
-pub(super) fn matrix_main(args: &[String]) -> i32 {
-    let mut write_guide = false;
-    for arg in args {
-        match arg.as_str() {
-            "--write-guide" => write_guide = true,
-            other => {
-                dmlcts_cli::say_err!("directml matrix: unknown option `{other}`\n{USAGE}");
-                return 2;
-            }
-        }
-    }
+pub(super) fn matrix_main(write_guide: bool) -> Result<(), MatrixError> {
     let root = crate::repository_root();
     let out = stack_dir().join("matrix");
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        dmlcts_cli::say_err!("directml matrix: {}: {e}", out.display());
-        return 1;
-    }
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => {
-            dmlcts_cli::say_err!("directml matrix: {e}");
-            return 1;
-        }
-    };
+    std::fs::create_dir_all(&out)
+        .map_err(|e| MatrixError::Stopped(format!("{}: {e}", out.display())))?;
+    let exe = std::env::current_exe().map_err(|e| MatrixError::Stopped(e.to_string()))?;
     // Set every version up first, so that the timings below are the runs alone.
     for pin in PINS {
-        if let Err(e) = setup(pin) {
-            dmlcts_cli::say_err!("directml matrix: setting up DirectML {}: {e}", pin.version);
-            return 1;
-        }
+        setup(pin).map_err(|e| {
+            MatrixError::Stopped(format!("setting up DirectML {}: {e}", pin.version))
+        })?;
     }
     let mut rows = Vec::new();
-    let mut status = 0;
+    let mut all_ran = true;
     for pin in PINS {
         let Some((row, ok)) = run_version(&exe, &root, &out, pin) else {
-            status = 1;
+            all_ran = false;
             continue;
         };
-        if !ok {
-            status = 1;
-        }
+        all_ran &= ok;
         rows.push(row);
     }
     let table = matrix_table(&rows);
     dmlcts_cli::say!("\n{table}");
     let table_file = out.join("table.md");
-    if let Err(e) = std::fs::write(&table_file, &table) {
-        dmlcts_cli::say_err!("directml matrix: {}: {e}", table_file.display());
-        return 1;
+    std::fs::write(&table_file, &table)
+        .map_err(|e| MatrixError::Stopped(format!("{}: {e}", table_file.display())))?;
+    if write_guide {
+        write_into_guide(&root, &table)?;
     }
-    if write_guide && !write_into_guide(&root, &table) {
-        return 1;
+    if all_ran {
+        Ok(())
+    } else {
+        Err(MatrixError::RunsFailed)
     }
-    status
 }
 
 /// One version's conformance run, its log and JSON report in `out`: its row and whether the
@@ -195,27 +185,19 @@ fn run_version(
     Some((row, ok))
 }
 
-/// Writes the table into the guide's chapter between its markers; false after a line saying
-/// why not.
-fn write_into_guide(root: &Path, table: &str) -> bool {
+/// Writes the table into the guide's chapter between its markers.
+fn write_into_guide(root: &Path, table: &str) -> Result<(), MatrixError> {
     let chapter = root.join(GUIDE_CHAPTER);
-    let result = std::fs::read_to_string(&chapter)
+    std::fs::read_to_string(&chapter)
         .map_err(|e| e.to_string())
         .and_then(|text| replace_between_markers(&text, table))
-        .and_then(|text| std::fs::write(&chapter, text).map_err(|e| e.to_string()));
-    match result {
-        Ok(()) => {
-            dmlcts_cli::say!(
-                "directml matrix: wrote the table into {}",
-                chapter.display()
-            );
-            true
-        }
-        Err(e) => {
-            dmlcts_cli::say_err!("directml matrix: {}: {e}", chapter.display());
-            false
-        }
-    }
+        .and_then(|text| std::fs::write(&chapter, text).map_err(|e| e.to_string()))
+        .map_err(|e| MatrixError::Stopped(format!("{}: {e}", chapter.display())))?;
+    dmlcts_cli::say!(
+        "directml matrix: wrote the table into {}",
+        chapter.display()
+    );
+    Ok(())
 }
 
 #[cfg(test)]

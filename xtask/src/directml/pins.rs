@@ -1,8 +1,7 @@
 //! The pinned DirectML versions: each DirectML.dll with the PyPI wheel that carries it and both
 //! hashes, the backend names they answer to, and the download that fetches and checks a DLL.
 
-use super::setup::{run, sha256, step};
-use super::stack_dir;
+use super::shell::{run, sha256, stack_dir, step};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -89,6 +88,11 @@ pub fn pin_for(backend: &str) -> Option<Result<&'static Pin, String>> {
                 .join(", ")
         )
     }))
+}
+
+/// A version's own folder: its DirectML.dll, next to a copy of the server and the shim.
+pub fn version_dir(pin: &Pin) -> PathBuf {
+    stack_dir().join(pin.version)
 }
 
 /// The DirectML backend names, with a line about each, for `cargo xtask backends`.

@@ -1,45 +1,13 @@
 //! `directml setup`: the steps in the order the stack is built on, each checking its own
-//! result first, the script that starts a version's server, and the commands they run.
+//! result first, and the script that starts a version's server.
 
 use super::cross_build::{rust_target, server, shim};
 use super::doctor;
-use super::pins::{Pin, directml_dll};
+use super::pins::{Pin, directml_dll, version_dir};
+use super::shell::{run, server_script, stack_dir};
 use super::wine::{debian_packages, mesa, mesa_lib_dir, wine_prefix};
-use super::{server_script, stack_dir, version_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-pub(super) fn run(command: &mut Command, what: &str) -> Result<String, String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("{what}: cannot run {:?}: {e}", command.get_program()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "{what} failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
-}
-
-pub(super) fn is_root() -> bool {
-    run(Command::new("id").arg("-u"), "id").is_ok_and(|out| out.trim() == "0")
-}
-
-pub(super) fn sha256(path: &Path) -> Result<String, String> {
-    let out = run(Command::new("sha256sum").arg(path), "sha256sum")?;
-    Ok(out
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string())
-}
-
-pub(super) fn step(name: &str) {
-    dmlcts_cli::say!("directml setup: {name}");
-}
 
 fn copy_into(file: &Path, dir: &Path) -> Result<(), String> {
     let name = file.file_name().ok_or("a file without a name")?;

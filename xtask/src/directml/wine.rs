@@ -2,8 +2,7 @@
 //! 25's lavapipe unpacked privately from bookworm-backports (the Vulkan driver vkd3d runs on),
 //! and the Wine prefix.
 
-use super::setup::{is_root, run, step};
-use super::stack_dir;
+use super::shell::{is_root, run, stack_dir, step};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
