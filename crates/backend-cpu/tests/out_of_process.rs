@@ -10,12 +10,20 @@ use dmlcts_tensor::Backend;
 fn the_whole_corpus_gives_identical_results_in_and_out_of_process() {
     let corpus = Corpus::embedded();
     let options = RunOptions::default();
-    let in_process = corpus.cases.iter().map(|case| run_case(&CpuBackend::new(), case, &options)).collect::<Vec<_>>();
+    let in_process = corpus
+        .cases
+        .iter()
+        .map(|case| run_case(&CpuBackend::new(), case, &options))
+        .collect::<Vec<_>>();
     let server =
         ProcessBackend::start(ProcessOptions::new(env!("CARGO_BIN_EXE_dmlcts-cpu-server")))
             .expect("the server starts");
     assert_eq!(server.feature_level(), dmlcts_tensor::FeatureLevel::L4_1);
-    let out_of_process = corpus.cases.iter().map(|case| run_case(&server, case, &options)).collect::<Vec<_>>();
+    let out_of_process = corpus
+        .cases
+        .iter()
+        .map(|case| run_case(&server, case, &options))
+        .collect::<Vec<_>>();
     assert_eq!(in_process.len(), out_of_process.len());
     let mut passed = 0;
     for (a, b) in in_process.iter().zip(&out_of_process) {

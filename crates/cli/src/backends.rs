@@ -49,7 +49,10 @@ pub struct Resolved {
 
 impl Resolved {
     /// A run session on this backend: its devices as `Session::new` chooses them.
-    pub fn session(self, options: dmlcts_harness::SessionOptions) -> dmlcts_harness::Session<'static> {
+    pub fn session(
+        self,
+        options: dmlcts_harness::SessionOptions,
+    ) -> dmlcts_harness::Session<'static> {
         dmlcts_harness::Session::new(self.backend, self.at_level, options)
     }
 

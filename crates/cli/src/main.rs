@@ -2,8 +2,8 @@
 //! corpus is compiled in; run it against your backend from any folder.
 
 use clap::{CommandFactory, FromArgMatches, Parser};
-use dmlcts_cli::{find_directml_stack, found_directml_names, ready_directml_names};
 use dmlcts_cli::{DEFAULT_FUZZ_OUT, Host, SuiteCommand};
+use dmlcts_cli::{find_directml_stack, found_directml_names, ready_directml_names};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

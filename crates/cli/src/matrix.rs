@@ -438,10 +438,11 @@ impl Columns<'_> {
         session.info_mut().startup = resolve_time;
         let report = session.run(&self.cases, &self.load_errors, &mut Announce(&want.name));
         if let Some(file) = &expectations_file {
-            column.notes.extend(
-                (report.stale.iter())
-                    .map(|case| format!("the expectations file names `{case}`, which did not run")),
-            );
+            column
+                .notes
+                .extend((report.stale.iter()).map(|case| {
+                    format!("the expectations file names `{case}`, which did not run")
+                }));
             column.expectations = Some(shown_path(file));
         }
         if let Some(failure) = &report.skipped_everything {

@@ -17,7 +17,10 @@ pub(crate) fn check_report_files(files: &[(&str, Option<&Path>)]) -> Result<(), 
             && !crate::closing::is_stdout(path)
             && let Err(e) = check_file_writable(path)
         {
-            return Err(CommandError::Output(format!("{flag} {}: {e}", path.display())));
+            return Err(CommandError::Output(format!(
+                "{flag} {}: {e}",
+                path.display()
+            )));
         }
     }
     Ok(())

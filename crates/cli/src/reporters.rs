@@ -164,7 +164,12 @@ impl Reporter for ReportFiles {
             return;
         };
         let reports = [
-            (&self.json, self.json.as_ref().map(|_| json_report(&report.info, &report.results))),
+            (
+                &self.json,
+                self.json
+                    .as_ref()
+                    .map(|_| json_report(&report.info, &report.results)),
+            ),
             (
                 &self.junit,
                 (self.junit.as_ref()).map(|_| junit_report(&report.info, &report.results)),

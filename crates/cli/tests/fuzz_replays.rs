@@ -224,7 +224,9 @@ fn dmlcts_planted(bug: Bug, args: &[String]) -> i32 {
     let result = match cli.command {
         SuiteCommand::Conformance(args) => dmlcts_cli::conformance_with(&args, program, &resolver),
         SuiteCommand::Fuzz(args) => dmlcts_cli::fuzz_with(&args, &host, &resolver),
-        _ => Err(dmlcts_cli::CommandError::Usage("not a planted command".to_string())),
+        _ => Err(dmlcts_cli::CommandError::Usage(
+            "not a planted command".to_string(),
+        )),
     };
     i32::from(dmlcts_cli::exit_status(&result))
 }

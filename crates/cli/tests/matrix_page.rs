@@ -12,8 +12,8 @@
 use clap::Parser;
 use dmlcts_backend_cpu::CpuBackend;
 use dmlcts_cli::Host;
-use dmlcts_cli::{Resolved, resolve};
 use dmlcts_cli::{MatrixArgs, Wanted, matrix_with};
+use dmlcts_cli::{Resolved, resolve};
 use dmlcts_fuzz::campaign::case_tree;
 use dmlcts_fuzz::{Mix, case_strategy};
 use dmlcts_harness::Corpus;

@@ -6,8 +6,8 @@
 
 use clap::Parser;
 use dmlcts_cli::conformance_with;
-use dmlcts_cli::{MatrixArgs, Wanted, matrix_with};
 use dmlcts_cli::{ConformanceArgs, Host, resolve};
+use dmlcts_cli::{MatrixArgs, Wanted, matrix_with};
 use dmlcts_harness::{Corpus, cases_to_yaml};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

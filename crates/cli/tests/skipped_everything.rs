@@ -53,9 +53,11 @@ struct Words {
 
 fn conformance(words: &[&str], unavailable: bool) -> i32 {
     let args = Words::parse_from(std::iter::once("conformance").chain(words.iter().copied())).args;
-    i32::from(dmlcts_cli::exit_status(&conformance_with(&args, "dmlcts", &|_| {
-        Ok(Resolved::single(Arc::from(claims_nothing(unavailable))))
-    })))
+    i32::from(dmlcts_cli::exit_status(&conformance_with(
+        &args,
+        "dmlcts",
+        &|_| Ok(Resolved::single(Arc::from(claims_nothing(unavailable)))),
+    )))
 }
 
 #[test]
@@ -257,9 +259,11 @@ fn fuzz(backend: fn() -> Box<dyn Backend>, out: &std::path::Path) -> i32 {
         &out,
     ];
     let args = FuzzWords::parse_from(words).args;
-    i32::from(dmlcts_cli::exit_status(&dmlcts_cli::fuzz_with(&args, &host, &move |_| {
-        Ok(Resolved::single(Arc::from(backend())))
-    })))
+    i32::from(dmlcts_cli::exit_status(&dmlcts_cli::fuzz_with(
+        &args,
+        &host,
+        &move |_| Ok(Resolved::single(Arc::from(backend()))),
+    )))
 }
 
 #[test]

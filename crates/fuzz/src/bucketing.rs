@@ -10,7 +10,6 @@
 
 use crate::cases::case_seed;
 use crate::check::{CheckFailure, Checked, checked};
-use dmlcts_harness::session::{Session, SessionOptions};
 use crate::options::CampaignOptions;
 use crate::outcome::{Bucket, BucketStatus};
 use crate::save::{save_bucket, slug};
@@ -19,6 +18,7 @@ use crate::signature::{CheckKind, element_class, expected_rule, features, signat
 use crate::strategies::random_inputs;
 use dmlcts_harness::Case;
 use dmlcts_harness::expectations::{KnownDifference, NotEnforced, predicate};
+use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, OperatorKind};
 use proptest::strategy::ValueTree;
 use std::collections::HashMap;

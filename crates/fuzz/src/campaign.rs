@@ -23,10 +23,10 @@
 use crate::bucketing::Bucketing;
 use crate::cases::{Plan, Recipe, case_strategy_at, data_seeds};
 use crate::check::{Checked, checked};
-use dmlcts_harness::session::{Session, SessionOptions};
 use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
+use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
 use std::collections::{HashMap, HashSet};

@@ -297,7 +297,8 @@ impl<'a> Session<'a> {
                 expectations.apply_to(&self.info.backend, &self.info.device, result);
                 if result.reason == UNEXPECTED_PASS && result.replay.is_none() {
                     // The run's own replay command, which names the expectations file.
-                    result.replay = (self.replay.as_ref()).map(|r| r.for_case(&case.name, &case.file));
+                    result.replay =
+                        (self.replay.as_ref()).map(|r| r.for_case(&case.name, &case.file));
                 }
             }
         }

@@ -134,16 +134,31 @@ pub fn yaml_comment(text: &str) -> Cow<'_, str> {
 /// XML 1.0 character data (element content): markup escaped, the harness's own `\n`s kept,
 /// everything `block` escapes escaped (so every character is one XML 1.0 allows).
 pub fn xml(text: &str) -> String {
-    xml_escaped(&block(text), false)
+    markup_escaped(&block(text), Markup::XmlText)
 }
 
 /// An XML 1.0 attribute value (double-quoted): as `xml`, and its `\n`s and tabs written as
 /// character references, which a parser keeps (a raw one is normalized to a space).
 pub fn xml_attribute(text: &str) -> String {
-    xml_escaped(&block(text), true)
+    markup_escaped(&block(text), Markup::XmlAttribute)
 }
 
-fn xml_escaped(text: &str, attribute: bool) -> String {
+/// Text for HTML content and double-quoted attribute values (the matrix page): as `xml`,
+/// with HTML's entity for the apostrophe.
+pub fn html(text: &str) -> String {
+    markup_escaped(&block(text), Markup::Html)
+}
+
+/// Where escaped markup goes: the one escaper serves XML text, XML attributes and HTML.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    XmlText,
+    XmlAttribute,
+    Html,
+}
+
+fn markup_escaped(text: &str, markup: Markup) -> String {
+    let attribute = markup == Markup::XmlAttribute;
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -151,6 +166,7 @@ fn xml_escaped(text: &str, attribute: bool) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
+            '\'' if markup == Markup::Html => out.push_str("&#39;"),
             '\'' => out.push_str("&apos;"),
             '\n' if attribute => out.push_str("&#10;"),
             '\t' if attribute => out.push_str("&#9;"),

@@ -306,7 +306,10 @@ fn a_panic_fails_that_case_only_and_the_run_goes_on() {
         .filter(|c| c.name.starts_with("doc."))
         .collect();
     for fault in [Fault::PanicsInExecute, Fault::PanicsInCompile] {
-        let results = cases.iter().map(|case| run_case(&broken(fault), case, &RunOptions::default())).collect::<Vec<_>>();
+        let results = cases
+            .iter()
+            .map(|case| run_case(&broken(fault), case, &RunOptions::default()))
+            .collect::<Vec<_>>();
         assert_eq!(results.len(), 8);
         for r in &results {
             assert_eq!(r.status, Status::Failed);

@@ -15,7 +15,10 @@ fn run(fault: &str, timeout: Duration) -> Vec<CaseResult> {
     let mut options = ProcessOptions::new(&command);
     options.timeout = timeout;
     let backend = ProcessBackend::start(options).expect("the broken server says hello");
-    let results = doc_cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = doc_cases()
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     assert_eq!(results.len(), 8, "the run completes");
     results
 }
@@ -85,7 +88,10 @@ fn a_hang_times_out_and_the_run_goes_on() {
     let mut options = ProcessOptions::new(&command);
     options.timeout = Duration::from_millis(500);
     let backend = ProcessBackend::start(options).expect("the broken server says hello");
-    let results = doc_cases_joins_apart().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = doc_cases_joins_apart()
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     assert_eq!(results.len(), 8, "the run completes");
     for r in &results {
         if r.name.starts_with("doc.join.") {
@@ -167,7 +173,10 @@ fn a_command_that_does_not_exist_fails_every_case_with_the_reason() {
     let error = backend.hello_error().expect("no hello").to_string();
     assert!(error.contains("during hello"), "{error}");
     assert!(error.contains("exited with status 127"), "{error}");
-    let results = doc_cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = doc_cases()
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     for r in &results {
         assert_eq!(r.status, Status::Failed, "{}", r.name);
         // The backend's words are quoted lines in the details, each line whole.

@@ -356,7 +356,10 @@ fn an_in_process_backend_s_15_mib_messages_are_cut_where_results_keep_them() {
         return;
     };
     let cases = doc_cases_times(10);
-    let results = cases.iter().map(|case| run_case(&Verbose, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = cases
+        .iter()
+        .map(|case| run_case(&Verbose, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     report("verbose", &results, &out);
     let kept = dmlcts_harness::run::MAX_BACKEND_TEXT_BYTES;
     for r in &results {

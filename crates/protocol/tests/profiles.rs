@@ -33,7 +33,10 @@ fn a_values_only_server_passes_with_its_acceptances_informational() {
     assert_eq!(backend.hello_error(), None);
     assert_eq!(backend.validation_profile(), ValidationProfile::ValuesOnly);
     let cases = cases();
-    let results = cases.iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = cases
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     let summary = Summary::of(&results);
     let must_reject: Vec<&Case> = cases
         .iter()
@@ -65,7 +68,10 @@ fn a_server_not_enforcing_one_rule_fails_the_must_reject_cases_of_the_others() {
         backend.validation_profile(),
         ValidationProfile::NotEnforced(vec!["slice1.window_inside_input".to_string()])
     );
-    let results = cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = cases()
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     for result in &results {
         let expected = if result.name.starts_with("doc.") {
             Status::Passed
@@ -93,7 +99,10 @@ fn an_unknown_profile_or_rule_id_is_a_bad_hello_and_every_case_fails_with_it() {
         let backend = server(fault);
         let said = backend.hello_error().expect("a bad hello").to_string();
         assert!(said.contains(error), "{said}");
-        let results = cases().iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+        let results = cases()
+            .iter()
+            .map(|case| run_case(&backend, case, &RunOptions::default()))
+            .collect::<Vec<_>>();
         for result in &results {
             assert_eq!(result.status, Status::Failed, "{}", result.name);
             assert!(result.details.contains(error), "{}", result.details);

@@ -3,25 +3,47 @@
 //! `--feature-level X_Y` a device at that level only.
 
 use dmlcts_tensor::FeatureLevel;
+use std::process::ExitCode;
 
-fn main() {
+/// Why the server stopped short.
+enum ServerError {
+    /// The command line is wrong: exit status 2.
+    Usage(String),
+    /// The connection broke: exit status 1.
+    Serve(String),
+}
+
+fn main() -> ExitCode {
+    // The one place this binary's exit status is decided.
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ServerError::Usage(message)) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+        Err(ServerError::Serve(message)) => {
+            eprintln!("dmlcts-cpu-server: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> Result<(), ServerError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let level = match args.as_slice() {
         [] => None,
-        [flag, value] if flag == "--feature-level" => match FeatureLevel::parse(value) {
-            Some(level) => Some(level),
-            None => {
-                eprintln!("dmlcts-cpu-server: unknown feature level `{value}`");
-                std::process::exit(2);
-            }
-        },
+        [flag, value] if flag == "--feature-level" => {
+            Some(FeatureLevel::parse(value).ok_or_else(|| {
+                ServerError::Usage(format!(
+                    "dmlcts-cpu-server: unknown feature level `{value}`"
+                ))
+            })?)
+        }
         _ => {
-            eprintln!("usage: dmlcts-cpu-server [--feature-level X_Y]");
-            std::process::exit(2);
+            return Err(ServerError::Usage(
+                "usage: dmlcts-cpu-server [--feature-level X_Y]".to_string(),
+            ));
         }
     };
-    if let Err(e) = dmlcts_backend_cpu::serve_stdio(level) {
-        eprintln!("dmlcts-cpu-server: {e}");
-        std::process::exit(1);
-    }
+    dmlcts_backend_cpu::serve_stdio(level).map_err(|e| ServerError::Serve(e.to_string()))
 }

@@ -2,37 +2,51 @@
 //! Before serving, it runs one known JOIN and exits with status 3 if the result is wrong, so
 //! a broken stack (say, a Vulkan driver vkd3d cannot use) is reported as such.
 
-#[cfg(windows)]
-fn main() {
-    use dmlcts_backend_directml::DirectMlBackend;
-    let backend = match DirectMlBackend::new() {
-        Ok(backend) => backend,
-        Err(e) => {
-            eprintln!("dmlcts-directml-server: cannot start DirectML: {e}");
-            std::process::exit(2);
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    // The one place this binary's exit status is decided: 2 cannot start (or not Windows),
+    // 3 the self-test failed, 1 the connection broke.
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err((status, message)) => {
+            eprintln!("{message}");
+            ExitCode::from(status)
         }
-    };
-    if let Err(e) = backend.self_test() {
-        eprintln!("dmlcts-directml-server: SELF-TEST FAILED, refusing to serve: {e}");
-        std::process::exit(3);
     }
+}
+
+#[cfg(windows)]
+fn run() -> Result<(), (u8, String)> {
+    use dmlcts_backend_directml::DirectMlBackend;
+    let backend = DirectMlBackend::new().map_err(|e| {
+        (
+            2,
+            format!("dmlcts-directml-server: cannot start DirectML: {e}"),
+        )
+    })?;
+    backend.self_test().map_err(|e| {
+        (
+            3,
+            format!("dmlcts-directml-server: SELF-TEST FAILED, refusing to serve: {e}"),
+        )
+    })?;
     eprintln!(
         "dmlcts-directml-server: self-test passed on {}",
         backend.description()
     );
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    if let Err(e) = dmlcts_protocol::serve(&backend, stdin, stdout) {
-        eprintln!("dmlcts-directml-server: {e}");
-        std::process::exit(1);
-    }
+    dmlcts_protocol::serve(&backend, stdin, stdout)
+        .map_err(|e| (1, format!("dmlcts-directml-server: {e}")))
 }
 
 #[cfg(not(windows))]
-fn main() {
-    eprintln!(
+fn run() -> Result<(), (u8, String)> {
+    Err((
+        2,
         "dmlcts-directml-server runs on Windows. On Linux, `cargo xtask directml setup` builds it \
          for x86_64-pc-windows-gnu and runs it under Wine: `cargo xtask conformance --backend directml`."
-    );
-    std::process::exit(2);
+            .to_string(),
+    ))
 }

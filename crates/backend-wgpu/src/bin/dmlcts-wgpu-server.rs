@@ -73,16 +73,25 @@ fn driver_origin() -> String {
     format!(", ICD {icd}{package}")
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
+    // The one place this binary's exit status is decided: 2 for a wrong command line, 1 for
+    // a device that cannot serve or a broken connection.
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err((status, message)) => {
+            eprintln!("{message}");
+            std::process::ExitCode::from(status)
+        }
+    }
+}
+
+fn run() -> Result<(), (u8, String)> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut options = WgpuOptions::default();
     match args.as_slice() {
         [] => {}
         [flag, value] if flag == "--adapter" => options.adapter = Some(value.clone()),
-        _ => {
-            eprintln!("usage: dmlcts-wgpu-server [--adapter TEXT]");
-            std::process::exit(2);
-        }
+        _ => return Err((2, "usage: dmlcts-wgpu-server [--adapter TEXT]".to_string())),
     }
     let driver = driver_origin();
     let at = |level| OnDriver {
@@ -98,18 +107,14 @@ fn main() {
         .iter()
         .find(|d| d.feature_level() == FeatureLevel::L4_1)
     else {
-        eprintln!("dmlcts-wgpu-server: no 4_1 device");
-        std::process::exit(1);
+        return Err((1, "dmlcts-wgpu-server: no 4_1 device".to_string()));
     };
     if let Some(reason) = default.unavailable_reason() {
-        eprintln!("dmlcts-wgpu-server: {reason}");
-        std::process::exit(1);
+        return Err((1, format!("dmlcts-wgpu-server: {reason}")));
     }
     let at_levels: Vec<&dyn Backend> = devices.iter().map(|d| d as &dyn Backend).collect();
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    if let Err(e) = dmlcts_protocol::serve_levels(default, at_levels, stdin, stdout) {
-        eprintln!("dmlcts-wgpu-server: {e}");
-        std::process::exit(1);
-    }
+    dmlcts_protocol::serve_levels(default, at_levels, stdin, stdout)
+        .map_err(|e| (1, format!("dmlcts-wgpu-server: {e}")))
 }

@@ -107,7 +107,10 @@ mod tests {
             assert!(options.strict_level);
         }
         drop(devices);
-        assert_eq!(*asked.lock().unwrap(), [FeatureLevel::L2_1, FeatureLevel::L1_0]);
+        assert_eq!(
+            *asked.lock().unwrap(),
+            [FeatureLevel::L2_1, FeatureLevel::L1_0]
+        );
     }
 
     #[test]

@@ -39,7 +39,10 @@ pub fn run_recording_pids(fault: &str, cases: &[Case], timeout: Duration) -> Run
     options.startup_timeout = timeout;
     let started = Instant::now();
     let backend = ProcessBackend::start(options).expect("the broken server starts");
-    let results = cases.iter().map(|case| run_case(&backend, case, &RunOptions::default())).collect::<Vec<_>>();
+    let results = cases
+        .iter()
+        .map(|case| run_case(&backend, case, &RunOptions::default()))
+        .collect::<Vec<_>>();
     drop(backend);
     let elapsed = started.elapsed();
     let left_behind = left_behind(&pids_file);

@@ -7,23 +7,7 @@ use super::{Matrix, STATUSES, Totals};
 use crate::run::Status;
 use std::fmt::Write as _;
 
-/// Text for HTML content and double-quoted attribute values: what `text::block` escapes
-/// escaped first (no bidirectional control can reorder a replay command on the page).
-pub fn escape(text: &str) -> String {
-    let text = crate::text::block(text);
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::text::html as escape;
 
 /// A cell with a status other than passed (an absent cell is no result at all).
 fn did_not_pass(cell: &super::Cell) -> bool {
