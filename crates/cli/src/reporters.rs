@@ -185,8 +185,7 @@ impl Reporter for ReportFiles {
                     None => self.error = Some(CommandError::Output(message)),
                     // Both failed: one error naming both.
                     Some(CommandError::Output(first)) => {
-                        first.push_str("\n");
-                        first.push_str(&format!("error: {message}"));
+                        first.push_str(&format!("\nerror: {message}"));
                     }
                     Some(_) => {}
                 }

@@ -132,7 +132,7 @@ pub struct RunReport {
 }
 
 /// The id of the result that fails a run in which an available backend skipped every case.
-pub const SKIPPED_EVERYTHING_ID: &str = "skipped-everything";
+pub(crate) const SKIPPED_EVERYTHING_ID: &str = "skipped-everything";
 
 /// Runs cases on one backend: see the module's documentation.
 pub struct Session<'a> {

@@ -87,7 +87,7 @@ fn is_line_break(c: char) -> bool {
 /// break, CR LF counting once) escaped and prefixed with `prefix`, trailing blanks dropped;
 /// every line ends with `\n`. No line of it can pass for a line the harness wrote: each starts
 /// with the prefix. Empty text is one line saying so.
-pub fn quoted_lines(text: &str, prefix: &str) -> String {
+pub(crate) fn quoted_lines(text: &str, prefix: &str) -> String {
     let mut out = String::new();
     let text = text.trim_end_matches(|c: char| c.is_whitespace());
     if text.is_empty() {
@@ -139,7 +139,7 @@ pub fn xml(text: &str) -> String {
 
 /// An XML 1.0 attribute value (double-quoted): as `xml`, and its `\n`s and tabs written as
 /// character references, which a parser keeps (a raw one is normalized to a space).
-pub fn xml_attribute(text: &str) -> String {
+pub(crate) fn xml_attribute(text: &str) -> String {
     markup_escaped(&block(text), Markup::XmlAttribute)
 }
 

@@ -7,14 +7,14 @@ use dmlcts_tensor::{
 };
 
 /// Byte the harness puts in input bytes that no element addresses (stride holes, padding).
-pub const INPUT_HOLE_BYTE: u8 = 0xEE;
+pub(crate) const INPUT_HOLE_BYTE: u8 = 0xEE;
 
 /// The largest tensor (TotalTensorSizeInBytes) the runner materializes: 128 MiB, twice the
 /// 64 MiB the largest corpus cases are meant to reach. A case with a bigger input or output is skipped, not failed,
 /// and is found before anything is allocated for it. A case's peak memory is about six times
 /// its largest tensor (input, its pristine copy, the oracle's output and mask, the guarded
 /// output, and a protocol backend's copies), so this keeps one case under 1 GB.
-pub const MAX_TENSOR_BYTES: u64 = 128 << 20;
+pub(crate) const MAX_TENSOR_BYTES: u64 = 128 << 20;
 
 /// Why a tensor is too large to materialize here, if it is.
 pub fn too_large(field: &str, desc: &TensorDesc) -> Option<String> {
@@ -135,7 +135,7 @@ pub fn logical_elements(desc: &TensorDesc, bytes: &[u8]) -> Vec<u64> {
 
 /// Parses a `data:` or `expected:` node: a (nested) list of values or a generator mapping.
 /// `default_seed` seeds `{generate: random}` when no seed is given.
-pub fn parse_data(
+pub(crate) fn parse_data(
     node: &serde_yaml::Value,
     data_type: DataType,
     sizes: &[u32],
@@ -278,7 +278,7 @@ fn describe(node: &serde_yaml::Value) -> String {
 }
 
 /// A seed derived from a name, so cases without an explicit seed are still reproducible.
-pub fn seed_from_name(name: &str) -> u64 {
+pub(crate) fn seed_from_name(name: &str) -> u64 {
     // FNV-1a, then one splitmix step to spread it.
     let mut hash = 0xcbf2_9ce4_8422_2325u64;
     for byte in name.bytes() {
@@ -291,7 +291,7 @@ pub fn seed_from_name(name: &str) -> u64 {
 /// Quotes unquoted hexadecimal tokens (`0x7e01`) so YAML keeps them as text: YAML 1.1 would
 /// read them as integers, and a FLOAT16 bit pattern would silently become the value 32257.
 /// Only whole tokens outside quotes and comments change; line numbers stay the same.
-pub fn quote_hex_literals(text: &str) -> String {
+pub(crate) fn quote_hex_literals(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 64);
     for line in text.split_inclusive('\n') {
         let chars: Vec<char> = line.chars().collect();

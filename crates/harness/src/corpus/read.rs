@@ -33,7 +33,7 @@ pub struct FileKind {
 /// Case files: 32 MiB and 4 Mi nodes. The largest the suite writes itself is a fuzz
 /// campaign's saved case with a 2 MiB input listed value by value (about 2 Mi nodes and
 /// 12 MiB); the corpus's largest file is 160 KB.
-pub const CASE_FILE: FileKind = FileKind {
+pub(crate) const CASE_FILE: FileKind = FileKind {
     name: "case file",
     max_bytes: 32 << 20,
     max_nodes: 4 << 20,
@@ -43,7 +43,7 @@ pub const CASE_FILE: FileKind = FileKind {
 
 /// Expectations files (`--expectations`, `--expectations-dir`): 1 MiB and 64 Ki nodes; the
 /// repository's are 2 KB.
-pub const EXPECTATIONS_FILE: FileKind = FileKind {
+pub(crate) const EXPECTATIONS_FILE: FileKind = FileKind {
     name: "expectations file",
     max_bytes: 1 << 20,
     max_nodes: 1 << 16,
@@ -92,7 +92,7 @@ impl FileError {
 }
 
 /// The type of a file system entry that is not a regular file, in words; None for one that is.
-pub fn not_regular(file_type: &std::fs::FileType) -> Option<&'static str> {
+pub(crate) fn not_regular(file_type: &std::fs::FileType) -> Option<&'static str> {
     if file_type.is_file() {
         return None;
     }
@@ -147,7 +147,11 @@ fn open(path: &Path, links: Links) -> std::io::Result<std::fs::File> {
 
 /// The file's bytes: a regular file of at most `kind.max_bytes`, refused otherwise before it
 /// is read (a file that grows while it is read is refused at the bound).
-pub fn read_bounded(path: &Path, kind: &FileKind, links: Links) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_bounded(
+    path: &Path,
+    kind: &FileKind,
+    links: Links,
+) -> Result<Vec<u8>, FileError> {
     let metadata = match links {
         Links::Follow => std::fs::metadata(path),
         Links::DoNotFollow => std::fs::symlink_metadata(path),
@@ -246,7 +250,7 @@ pub(crate) fn parse_checked<T: DeserializeOwned>(
 }
 
 /// A whole YAML file's text into `T`, within `kind`'s bounds.
-pub fn parse_yaml<T: DeserializeOwned>(text: &str, kind: &FileKind) -> Result<T, FileError> {
+pub(crate) fn parse_yaml<T: DeserializeOwned>(text: &str, kind: &FileKind) -> Result<T, FileError> {
     let scan = check_yaml(text, kind)?;
     parse_checked(text, &scan, kind)
 }
@@ -395,10 +399,10 @@ fn without_location(message: &str) -> String {
 }
 
 /// The most characters of a file's text a message quotes (`quoted`).
-pub const MAX_QUOTED_CHARS: usize = 64;
+pub(crate) const MAX_QUOTED_CHARS: usize = 64;
 
 /// The most characters of a parser's message kept (`bounded_message`).
-pub const MAX_MESSAGE_CHARS: usize = 400;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 400;
 
 /// Strings the parser's message quotes longer than this are not shown.
 const MAX_SHOWN_STRING: usize = 40;
@@ -411,7 +415,7 @@ pub fn quoted(text: &str) -> String {
 }
 
 /// `text` escaped as `quoted` does, and cut after `max_chars` characters.
-pub fn bounded_text(text: &str, max_chars: usize) -> String {
+pub(crate) fn bounded_text(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
     for (shown, c) in text.chars().enumerate() {
         if shown == max_chars {
@@ -442,7 +446,7 @@ pub(crate) fn needs_escape(c: char) -> bool {
 /// (40 characters) and never when the file's top level is not what `kind` expects (a file that
 /// is not YAML at all, such as a key or a token, reads as one long string); names in
 /// backticks (`unknown field `...``) bounded; everything escaped, at most 400 characters.
-pub fn bounded_message(message: &str, kind: &FileKind) -> String {
+pub(crate) fn bounded_message(message: &str, kind: &FileKind) -> String {
     let top_level = message.contains(kind.expecting);
     // A file that is not this kind of file at all: say what it reads as, and nothing of it.
     if top_level && let Some(rest) = message.strip_prefix("invalid type: ") {

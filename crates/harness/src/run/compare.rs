@@ -7,28 +7,28 @@ use dmlcts_tensor::{Coordinates, DataType, TensorDesc, format_element, read_elem
 use std::fmt::Write as _;
 
 /// Bytes of guard band on each side of every output buffer.
-pub const GUARD_BYTES: usize = 64;
+pub(crate) const GUARD_BYTES: usize = 64;
 
 /// The byte the harness pre-fills output buffers (guard bands included) with, by position.
 /// It varies so that a backend skipping an element is unlikely to be hidden by a sentinel
 /// that happens to equal the expected value.
-pub fn sentinel_byte(position: usize) -> u8 {
+pub(crate) fn sentinel_byte(position: usize) -> u8 {
     0xA5u8 ^ ((position % 251) as u8).wrapping_mul(0x3B)
 }
 
 /// A buffer of `size` bytes with guard bands, all filled with the sentinel pattern.
-pub fn guarded_buffer(size: usize) -> Vec<u8> {
+pub(crate) fn guarded_buffer(size: usize) -> Vec<u8> {
     (0..size + 2 * GUARD_BYTES).map(sentinel_byte).collect()
 }
 
 /// Tensors with at most this many elements get a printed diff.
-pub const MAX_PRINTED_ELEMENTS: u128 = 256;
+pub(crate) const MAX_PRINTED_ELEMENTS: u128 = 256;
 
 /// Differences listed before "... and N more".
 const MAX_LISTED_DIFFERENCES: usize = 8;
 
 /// Checks the addressed bytes of one output. Returns the diagnostic when they differ.
-pub fn compare_output(
+pub(crate) fn compare_output(
     field: &str,
     desc: &TensorDesc,
     expected: &OracleOutput,
@@ -91,7 +91,7 @@ pub fn compare_output(
 }
 
 /// `6 (0x40c00000)`: the value as a number and as its bit pattern.
-pub fn value_and_bits(data_type: DataType, bits: u64) -> String {
+pub(crate) fn value_and_bits(data_type: DataType, bits: u64) -> String {
     let width = data_type.element_size() * 2;
     let text = format_element(data_type, bits);
     let hex = format!("0x{bits:0width$x}");
@@ -103,7 +103,7 @@ pub fn value_and_bits(data_type: DataType, bits: u64) -> String {
 }
 
 /// Line diff with `-`/`+` markers, via `similar`.
-pub fn text_diff(expected: &str, actual: &str) -> String {
+pub(crate) fn text_diff(expected: &str, actual: &str) -> String {
     let diff = similar::TextDiff::from_lines(expected, actual);
     let mut out = String::new();
     for change in diff.iter_all_changes() {
@@ -126,7 +126,7 @@ pub fn text_diff(expected: &str, actual: &str) -> String {
 /// [[[[1, 2],
 ///    [3, 4]]]]
 /// ```
-pub fn format_tensor(data_type: DataType, sizes: &[u32], values: &[u64]) -> String {
+pub(crate) fn format_tensor(data_type: DataType, sizes: &[u32], values: &[u64]) -> String {
     if sizes.is_empty() {
         return values
             .first()
@@ -171,7 +171,12 @@ fn format_level(
 }
 
 /// Describes bytes outside `[offset, offset + size)` that no longer hold the sentinel.
-pub fn check_guard_bands(field: &str, buffer: &[u8], offset: usize, size: usize) -> Option<String> {
+pub(crate) fn check_guard_bands(
+    field: &str,
+    buffer: &[u8],
+    offset: usize,
+    size: usize,
+) -> Option<String> {
     let changed = |range: std::ops::Range<usize>| -> Vec<usize> {
         range.filter(|&i| buffer[i] != sentinel_byte(i)).collect()
     };
