@@ -1,8 +1,8 @@
 //! `cargo xtask crosscheck`: the oracle against references nobody here wrote. Each reference
 //! (by default ONNX's `onnx.reference.ReferenceEvaluator`, OpenVINO's `Model.evaluate()` and
 //! LiteRT's builtin reference kernels, each a backend in backends.yaml) is just a backend run
-//! against the oracle: the corpus through the conformance runner (`prepare` +
-//! `PreparedRun::run`), then a campaign of valid cases through the fuzzer (`run_campaign`,
+//! against the oracle: the corpus through a run session (`dmlcts_harness::Session`, as every
+//! command runs it), then a campaign of valid cases through the fuzzer (`run_campaign`,
 //! valid only), both bit for bit, in every type the reference claims. A disagreement the
 //! reference's expectations file explains (expectations/NAME.yaml: a recorded finding against
 //! it) is counted apart; any other is unexplained and fails the command: either a finding

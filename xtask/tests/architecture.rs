@@ -363,3 +363,64 @@ fn the_public_items_of_harness_are_the_listed_ones() {
 fn the_public_items_of_cli_are_the_listed_ones() {
     check_public_items("cli");
 }
+
+/// A manifest's `[dependencies]` on the workspace's own crates (`dmlcts...` and the
+/// `dmlcts-cli` alias of package `dmlcts`), by package name.
+fn own_dependencies(manifest: &Path) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut in_dependencies = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with('[') {
+            in_dependencies = line.trim() == "[dependencies]";
+            continue;
+        }
+        if !in_dependencies || !line.starts_with("dmlcts") {
+            continue;
+        }
+        let key = line.split(['=', '.', ' ']).next().unwrap_or("");
+        out.insert(if key == "dmlcts-cli" { "dmlcts" } else { key }.to_string());
+    }
+    out
+}
+
+#[test]
+fn the_crate_arrows_in_architecture_md_are_the_manifests() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut stated = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if let Some((name, uses)) = line.split_once(" -> ") {
+            let name = name.trim();
+            if name.starts_with("dmlcts") || name == "xtask" {
+                let uses: BTreeSet<String> =
+                    uses.split(", ").map(|u| u.trim().to_string()).collect();
+                stated.insert(name.to_string(), uses);
+            }
+        }
+    }
+    let mut manifests = vec![
+        root().join("xtask/Cargo.toml"),
+        root().join("examples/rust-backend/Cargo.toml"),
+    ];
+    for entry in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        manifests.push(entry.path().join("Cargo.toml"));
+    }
+    let mut wrong = Vec::new();
+    for manifest in manifests {
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let name = text
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .map(|n| n.trim_end_matches('"').to_string())
+            .unwrap();
+        let actual = own_dependencies(&manifest);
+        match stated.get(&name) {
+            Some(uses) if *uses == actual => {}
+            None if actual.is_empty() => {}
+            other => wrong.push(format!(
+                "{name}: ARCHITECTURE.md says {other:?}, the manifest {actual:?}"
+            )),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

@@ -1,6 +1,6 @@
 //! `matrix`: the corpus on every backend this machine can run (or those named), one column
-//! each, through the same path as `conformance` (`prepare` + `PreparedRun::run`: `Devices` and
-//! `run_case`); writes the harness's matrix as JSON and as a static HTML page.
+//! each, through the same path as `conformance` (a `Session` per column, its reporter saying
+//! which backend runs); writes the harness's matrix as JSON and as a static HTML page.
 
 use crate::backends::{BackendRequest, Resolved, Resolver, known, resolve};
 use crate::conformance::{nothing_selected, selects};
