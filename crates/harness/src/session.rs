@@ -12,6 +12,23 @@
 //! a progress line are reporters that listen; nothing here prints.
 //!
 //! The step takes `&self`: libtest-mimic runs trials on several threads, each calling it.
+//!
+//! A backend's author can run the corpus in process with a session and a reporter of their
+//! own (here the oracle stands in for the backend, and `()` hears nothing):
+//!
+//! ```
+//! use dmlcts_harness::{Corpus, Session, SessionOptions};
+//! use dmlcts_oracle::OracleBackend;
+//! use dmlcts_tensor::FeatureLevel;
+//! use std::sync::Arc;
+//!
+//! let corpus = Corpus::embedded();
+//! let doc_cases: Vec<_> = corpus.cases.into_iter().filter(|c| c.name.starts_with("doc.")).collect();
+//! let backend = Arc::new(OracleBackend::new(FeatureLevel::L4_1));
+//! let session = Session::new(backend, None, SessionOptions::default());
+//! let report = session.run(&doc_cases, &corpus.errors, &mut ());
+//! assert_eq!((report.summary.passed, report.summary.failed), (8, 0));
+//! ```
 
 use crate::corpus::data::TensorData;
 use crate::corpus::{Case, LoadError};

@@ -1,5 +1,5 @@
-//! Which device runs a case, and how strictly: the one choice every entry point makes (the
-//! libtest glue, the conformance command), so a case means the same everywhere.
+//! Which device runs a case, and how strictly: the session's level choice (every entry point
+//! takes it through `Session::step`), so a case means the same everywhere.
 
 use crate::corpus::Case;
 use crate::run::RunOptions;

@@ -1,7 +1,8 @@
-//! Running cases: the runner every entry point shares (`runner`: the corpus check, skips, the
-//! verdict of validation and the bytes), comparison and diffs (`compare`), a device per level
-//! (`devices`), a load error as a result (`load_error`), replay commands as words (`replay`),
-//! and the libtest-mimic glue (`libtest`).
+//! Judging one case: `runner` (the corpus check, skips, the verdict of validation and the
+//! bytes: `run_case`, which the session's step calls), comparison and diffs (`compare`), a
+//! device per level (`devices`: the session's level choice), a load error as a result
+//! (`load_error`), replay commands as words (`replay`), and the libtest-mimic glue (`libtest`:
+//! a trial per case, each the session's step).
 
 pub mod compare;
 mod devices;
