@@ -15,7 +15,7 @@ model is also checked `is_fully_accelerated()`.
 
 `--driver` picks the Vulkan driver by its ICD file: the server re-executes itself with
 VK_ICD_FILENAMES (and, for Mesa 25, LD_LIBRARY_PATH) set, so Dawn sees that one driver only;
-the device text names it and its version (the same table as ort-webgpu's, adapters/common/vulkan.py).
+the device text names it and its version (ort-webgpu's table too: adapters/common/vulkan.py).
 
 LiteRT prints some of its log to the process's stdout; the protocol's frames go to a copy of
 the original stdout and file descriptor 1 is pointed at stderr, so a log line can never land

@@ -14,7 +14,7 @@ provider has no kernel for silently runs on the CPU provider; with it, the sessi
 that failure is `unsupported` here (the type is one the WebGPU path cannot hold), never a pass.
 
 `--driver` picks the Vulkan driver by its ICD file (VK_ICD_FILENAMES in the worker's
-environment; Dawn sees that one driver only):
+environment; Dawn sees that one driver only; the table is adapters/common/vulkan.py):
 
     swiftshader   SwiftShader from Debian's chromium-common (no shader-f16: FLOAT16 Concat,
                   Split and Slice are refused by the provider at the first run: `unsupported`)
