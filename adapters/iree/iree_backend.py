@@ -19,7 +19,7 @@ at `compile` (a refusal by the compiler is the backend's rejection):
 
 Every tensor keeps its own element type (ui8 is ui8, f16 is f16): `--iree-input-demote-*` are
 off, so FLOAT64 and the 64-bit integers reach the code generators as they are. Strides and
-TotalTensorSizeInBytes never reach IREE: the shared glue (adapters/python/dmlcts_adapter.py)
+TotalTensorSizeInBytes never reach IREE: the shared glue (adapters/common/dmlcts_adapter.py)
 gathers each strided input into a packed array and scatters each packed output.
 
 DMLCTS_IREE_MODULE_CACHE=DIR keeps each compiled module (and each compiler refusal) in DIR,
@@ -52,13 +52,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ort-webgpu"))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
+from adapters.common.vulkan import STACK, driver_environment, driver_version
 
 # The Vulkan drivers `--driver` names: the ICD file, the Debian package it comes from, the
 # SPIR-V target features to compile for (None: IREE's default), and the types it cannot hold.
@@ -73,7 +71,7 @@ DRIVERS = {
     # Mesa 25's lavapipe as `cargo xtask directml setup` unpacks it (target/directml-stack):
     # the same capabilities as Mesa 22's; its library path is set by re-executing the server.
     "lavapipe25": {
-        "icd": str(Path(__file__).resolve().parents[2] / "target" / "directml-stack" / "lvp25_icd.json"),
+        "icd": str(STACK / "lvp25_icd.json"),
         "package": None,
         "features": ("spirv:v1.3,cap:Shader,cap:Float64,cap:Float16,cap:Int64,cap:Int16,"
                      "cap:Int8,cap:StorageBuffer16BitAccess,cap:StorageBuffer8BitAccess"),
@@ -367,7 +365,6 @@ class Iree:
             if package:
                 installed = f"{package} {debian_version(package)}"
             else:
-                from ort_webgpu_backend import driver_version
                 installed = driver_version(self.driver)
             where = (f"vulkan-spirv on {names} (driver {self.driver}: "
                      f"{installed}, ICD {DRIVERS[self.driver]['icd']})")
@@ -397,10 +394,11 @@ def main():
             sys.exit(f"iree: no ICD file {icd} ({where})")
         if driver == "lavapipe25" and os.environ.get(DRIVER_SET) != driver:
             # The loader reads LD_LIBRARY_PATH at process start: re-execute with Mesa 25's.
-            from ort_webgpu_backend import driver_environment
             environment = driver_environment(driver)
             environment[DRIVER_SET] = driver
-            os.execve(sys.executable, [sys.executable, *sys.argv], environment)
+            # As this server was started: a module of the adapters package (python3 -m).
+            os.execve(sys.executable, [sys.executable, "-m", __spec__.name, *sys.argv[1:]],
+                      environment)
         # Before IREE's Vulkan driver starts: the loader sees this one driver only.
         os.environ["VK_ICD_FILENAMES"] = icd
         args.driver = driver

@@ -1,25 +1,18 @@
 """The IREE servers over the protocol (the shared checks of adapters/tests on iree-cpu), the
 StableHLO they write, and what each Vulkan driver cannot hold.
 
-    python3 -m unittest discover -s adapters/iree -p 'test_*.py'
+    env PYTHONPATH=crates/cli/python python3 -m unittest discover -s adapters/iree -t . -v
 """
 
 import os
-import subprocess
-import sys
 import tempfile
 import unittest
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent / "python"))
-sys.path.insert(0, str(HERE))
+from adapters.iree import iree_backend
+from adapters.tests import test_adapters
 
-import iree_backend  # noqa: E402
-import test_adapters  # noqa: E402
-
-SCRIPT = HERE / "iree_backend.py"
+MODULE = "adapters.iree.iree_backend"
 
 
 class IreeCpuServer(test_adapters.ServerTests, unittest.TestCase):
@@ -27,7 +20,7 @@ class IreeCpuServer(test_adapters.ServerTests, unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.server = test_adapters.Server(SCRIPT)
+        cls.server = test_adapters.Server(MODULE)
         cls.hello = cls.server.ask({"type": "hello", "protocol": 1})[0]
 
     def test_hello_declares_values_only_one_level_every_type_and_the_version(self):
@@ -177,11 +170,7 @@ class ModuleCache(unittest.TestCase):
                      "SwiftShader (Debian chromium-common) is not installed")
 class SwiftShader(unittest.TestCase):
     def test_float64_is_unsupported_with_the_reason_and_float32_runs(self):
-        process = subprocess.Popen([sys.executable, str(SCRIPT), "--target", "vulkan",
-                                    "--driver", "swiftshader"], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE)
-        server = test_adapters.Server.__new__(test_adapters.Server)
-        server.process = process
+        server = test_adapters.Server(MODULE, "--target", "vulkan", "--driver", "swiftshader")
         hello = server.ask({"type": "hello", "protocol": 1})[0]
         self.assertIn("SwiftShader", hello["device"])
         self.assertIn("driver swiftshader: chromium-common", hello["device"])

@@ -19,7 +19,7 @@ window reads the output's size of elements.
 
 64-bit types need `jax_enable_x64` (without it JAX turns them into 32-bit ones); it is set
 before anything else. Strides and TotalTensorSizeInBytes never reach XLA: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers each strided input into a packed array and
+(adapters/common/dmlcts_adapter.py) gathers each strided input into a packed array and
 scatters each packed output into its strided buffer. Every tensor keeps its own dtype.
 An XLA compilation takes tens of milliseconds, so compiled executables are cached by what XLA
 sees of a descriptor (dmlcts_shapes.CompileCache; DMLCTS_ADAPTER_CACHE=0 turns it off).
@@ -27,10 +27,8 @@ sees of a descriptor (dmlcts_shapes.CompileCache; DMLCTS_ADAPTER_CACHE=0 turns i
 
 import os
 import sys
-from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 import jax  # noqa: E402
 
@@ -40,8 +38,8 @@ import jaxlib  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter  # noqa: E402
+from adapters.common import dmlcts_shapes as shapes  # noqa: E402
 
 
 def slice1(d):

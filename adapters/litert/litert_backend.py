@@ -19,23 +19,19 @@ A slice index past INT32 (TFLite's index type), and a stride of INT32_MIN (which
 STRIDED_SLICE's Prepare refuses by name), are `unsupported` too.
 
 Strides and TotalTensorSizeInBytes never reach LiteRT: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters. Loaded interpreters are cached by
+(adapters/common/dmlcts_adapter.py) gathers and scatters. Loaded interpreters are cached by
 what LiteRT sees of a descriptor (dmlcts_shapes.CompileCache).
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ai_edge_litert
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-import ai_edge_litert  # noqa: E402
-import numpy as np  # noqa: E402
-from ai_edge_litert.interpreter import Interpreter, OpResolverType  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
-import tflite_model  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
+from adapters.litert import tflite_model
 
 # The types each builtin kernel refuses in its Prepare (LiteRT 2.3.0; probed under AUTO and
 # BUILTIN_REF alike): a valid descriptor of one of these cannot run on LiteRT at all.

@@ -11,20 +11,15 @@ here, a GPU delegate's later): `build(operator)` gives the model's bytes.
                 end of -1 would mean the last index)
 
 The framework sees packed arrays of the descriptor's types and sizes; strides and buffer
-sizes stay in the shared glue (adapters/python/dmlcts_adapter.py).
+sizes stay in the shared glue (adapters/common/dmlcts_adapter.py).
 """
 
-import sys
-from pathlib import Path
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-
-import flatbuffers  # noqa: E402
-import numpy as np  # noqa: E402
-from ai_edge_litert import schema_py_generated as schema  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
 
 TYPES = {name: getattr(schema.TensorType, name) for name in adapter.DTYPES}
 

@@ -15,19 +15,16 @@ ops are called, so its refusals come then, and nothing is computed) and run at `
 
 Every array is made with its type named (`mx.array(a, dtype=...)`): MLX makes a float64
 numpy array float32 otherwise. Strides and TotalTensorSizeInBytes never reach MLX: the shared
-glue (adapters/python/dmlcts_adapter.py) gathers and scatters.
+glue (adapters/common/dmlcts_adapter.py) gathers and scatters.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import mlx.core as mx
+import numpy as np
 
-import mlx.core as mx  # noqa: E402
-import numpy as np  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
 
 mx.set_default_device(mx.cpu)
 

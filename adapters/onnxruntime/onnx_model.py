@@ -13,16 +13,11 @@ element read is index 0, `ends` is INT64_MIN, the ONNX spec's way to say "throug
 (-1 would mean the last index).
 """
 
-import sys
-from pathlib import Path
+import numpy as np
+from onnx import helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-
-import numpy as np  # noqa: E402
-from onnx import helper, numpy_helper  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
 
 OPSET = 18
 # The IR version ORT 1.32 and onnx 1.23 both read (onnx's helper would write its newest).

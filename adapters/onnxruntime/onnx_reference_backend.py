@@ -9,21 +9,17 @@ Each operator becomes the same one-node opset-18 model as the onnxruntime backen
 (onnx_model.py), checked by ONNX's strict shape inference at `compile` (the evaluator itself
 checks nothing before it runs: a refusal there is the backend's rejection), then run by a
 `ReferenceEvaluator`. Strides and TotalTensorSizeInBytes never reach it: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters.
+(adapters/common/dmlcts_adapter.py) gathers and scatters.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+import onnx
+from onnx.reference import ReferenceEvaluator
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-from onnx_model import model  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.onnxruntime.onnx_model import model
 
 
 def compile(operator):

@@ -8,23 +8,19 @@ loaded into an `InferenceSession` on `CPUExecutionProvider` at `compile` (a refu
 ORT's model checks, ONNX shape inference or a kernel, is the backend's rejection).
 
 Strides and TotalTensorSizeInBytes never reach ONNX Runtime: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers each strided input into a packed array and
+(adapters/common/dmlcts_adapter.py) gathers each strided input into a packed array and
 scatters each packed output into its strided buffer. Every tensor keeps its own ONNX type
 (FLOAT16 is float16), so ORT's own kernels move the elements.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+import onnx
+import onnxruntime as ort
 
-import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-from onnx_model import model  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.onnxruntime.onnx_model import model
 
 
 def compile(operator):

@@ -20,21 +20,18 @@ which keep every element type as it is. The CPU plugin computes with the precisi
 list (f32, bf16, f16, i32, i8, u8): see docs/findings/openvino-*.yaml.
 
 Strides and TotalTensorSizeInBytes never reach OpenVINO: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters. Compiled models are cached by what
+(adapters/common/dmlcts_adapter.py) gathers and scatters. Compiled models are cached by what
 OpenVINO sees of a descriptor (dmlcts_shapes.CompileCache).
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import numpy as np
+import openvino as ov
+import openvino.opset13 as ops
 
-import numpy as np  # noqa: E402
-import openvino as ov  # noqa: E402
-import openvino.opset13 as ops  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
 
 TYPES = {
     "FLOAT64": ov.Type.f64, "FLOAT32": ov.Type.f32, "FLOAT16": ov.Type.f16,

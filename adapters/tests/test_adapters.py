@@ -4,9 +4,12 @@ for an unknown id. Each must answer and keep serving, never die. Plus the glue's
 the compile cache, and the translations a corpus pass alone would not pin down (ONNX's
 INT64_MIN end, XLA's reversed starts, LiteRT's end_mask, TVM's and MLX's ends before index 0).
 
-    python3 -m unittest discover -s adapters/tests -v
+    env PYTHONPATH=crates/cli/python python3 -m unittest discover -s adapters/tests -t . -v
+
+(from the repository root, as every adapters test: adapters/README.md).
 """
 
+import os
 import subprocess
 import sys
 import unittest
@@ -14,23 +17,23 @@ from pathlib import Path
 
 import numpy as np
 
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
+
 ADAPTERS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ADAPTERS / "python"))
+ROOT = ADAPTERS.parent
 
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
-
-# Each backend name: its server and arguments, as backends.yaml starts it.
+# Each backend name: its server's module and arguments, as backends.yaml starts it.
 SERVERS = {
-    "onnxruntime": (ADAPTERS / "onnxruntime" / "onnxruntime_backend.py",),
-    "onnx-reference": (ADAPTERS / "onnxruntime" / "onnx_reference_backend.py",),
-    "jax": (ADAPTERS / "jax" / "jax_backend.py",),
-    "openvino": (ADAPTERS / "openvino" / "openvino_backend.py",),
-    "openvino-reference": (ADAPTERS / "openvino" / "openvino_backend.py", "--reference"),
-    "litert": (ADAPTERS / "litert" / "litert_backend.py",),
-    "litert-ref": (ADAPTERS / "litert" / "litert_backend.py", "--ref"),
-    "tvm": (ADAPTERS / "tvm" / "tvm_backend.py",),
-    "mlx": (ADAPTERS / "mlx" / "mlx_backend.py",),
+    "onnxruntime": ("adapters.onnxruntime.onnxruntime_backend",),
+    "onnx-reference": ("adapters.onnxruntime.onnx_reference_backend",),
+    "jax": ("adapters.jax.jax_backend",),
+    "openvino": ("adapters.openvino.openvino_backend",),
+    "openvino-reference": ("adapters.openvino.openvino_backend", "--reference"),
+    "litert": ("adapters.litert.litert_backend",),
+    "litert-ref": ("adapters.litert.litert_backend", "--ref"),
+    "tvm": ("adapters.tvm.tvm_backend",),
+    "mlx": ("adapters.mlx.mlx_backend",),
 }
 
 
@@ -49,10 +52,23 @@ def slice1(offsets, sizes, strides, input_sizes, output_sizes):
                        "output": tensor("INT32", output_sizes)}}
 
 
+def server_command(module, *args):
+    """A server as backends.yaml starts it: `python3 -m MODULE ARGS` in the repository root
+    (run with it as the working folder), the checkout's dmlcts.backend on PYTHONPATH."""
+    return [sys.executable, "-m", module, *args]
+
+
+def server_environment():
+    """This environment with crates/cli/python first on PYTHONPATH (as backends.yaml sets it)."""
+    paths = [str(ROOT / "crates" / "cli" / "python"), os.environ.get("PYTHONPATH")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+
+
 class Server:
-    def __init__(self, script, *args):
-        self.process = subprocess.Popen([sys.executable, str(script), *args],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def __init__(self, module, *args):
+        self.process = subprocess.Popen(server_command(module, *args), cwd=ROOT,
+                                        env=server_environment(), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE)
 
     def ask(self, header, payloads=()):
         adapter.write_frame(self.process.stdin, header, payloads)

@@ -18,21 +18,18 @@ rejection):
 A compilation takes about 0.3 s, so compiled modules are cached by what TVM sees of a
 descriptor (dmlcts_shapes.CompileCache): a campaign's repeats, and the re-runs of shrinking,
 reuse them. Strides and TotalTensorSizeInBytes never reach TVM: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters.
+(adapters/common/dmlcts_adapter.py) gathers and scatters.
 """
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import numpy as np
+import tvm
+import tvm_ffi
+from tvm import relax
 
-import numpy as np  # noqa: E402
-import tvm  # noqa: E402
-import tvm_ffi  # noqa: E402
-from tvm import relax  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import dmlcts_shapes as shapes  # noqa: E402
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common import dmlcts_shapes as shapes
 
 DTYPES = {
     "FLOAT64": "float64", "FLOAT32": "float32", "FLOAT16": "float16",

@@ -15,26 +15,22 @@ model is also checked `is_fully_accelerated()`.
 
 `--driver` picks the Vulkan driver by its ICD file: the server re-executes itself with
 VK_ICD_FILENAMES (and, for Mesa 25, LD_LIBRARY_PATH) set, so Dawn sees that one driver only;
-the device text names it and its version (the same table as adapters/ort-webgpu).
+the device text names it and its version (ort-webgpu's table too: adapters/common/vulkan.py).
 
 LiteRT prints some of its log to the process's stdout; the protocol's frames go to a copy of
 the original stdout and file descriptor 1 is pointed at stderr, so a log line can never land
 inside a frame.
 
 Strides and TotalTensorSizeInBytes never reach LiteRT: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters.
+(adapters/common/dmlcts_adapter.py) gathers and scatters.
 """
 
 import argparse
 import os
 import sys
 import tempfile
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "python"))
-sys.path.insert(0, str(HERE.parent / "litert"))
-sys.path.insert(0, str(HERE.parent / "ort-webgpu"))
+from adapters.common.vulkan import DRIVERS, driver_environment, driver_version
 
 DRIVER_SET = "DMLCTS_LITERT_GPU_DRIVER"
 
@@ -43,10 +39,11 @@ def exec_with_driver(driver):
     """Re-executes this server with the driver's environment (the Vulkan loader reads
     VK_ICD_FILENAMES once, when the accelerator starts; setting it in-process is too late
     for LD_LIBRARY_PATH)."""
-    from ort_webgpu_backend import driver_environment
     environment = driver_environment(driver)
     environment[DRIVER_SET] = driver
-    os.execve(sys.executable, [sys.executable, __file__, "--driver", driver], environment)
+    # As this server was started: a module of the adapters package (python3 -m).
+    os.execve(sys.executable, [sys.executable, "-m", __spec__.name, "--driver", driver],
+              environment)
 
 
 # Compiled models kept for reuse (the shared cache's default is 256). Each holds its GPU
@@ -98,10 +95,9 @@ def serve(driver, frames):
     from ai_edge_litert.hardware_accelerator import HardwareAccelerator
     from ai_edge_litert.tensor_buffer import TensorBuffer
 
-    import dmlcts_adapter as adapter
-    import dmlcts_shapes as shapes
-    import tflite_model
-    from ort_webgpu_backend import DRIVERS, driver_version
+    from adapters.common import dmlcts_adapter as adapter
+    from adapters.common import dmlcts_shapes as shapes
+    from adapters.litert import tflite_model
 
     def buffer_type_refusal(tensors):
         # The Python TensorBuffer writes and reads only some dtypes (ai_edge_litert

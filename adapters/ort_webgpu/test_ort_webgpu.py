@@ -3,22 +3,22 @@ that its CPU fallback is disabled: a node the WebGPU provider has no kernel for 
 Concat) must come back `unsupported`, while the same model with the fallback allowed runs,
 so this test fails if the option ever stops reaching the session.
 
-    python3 -m unittest discover -s adapters/ort-webgpu -p 'test_*.py'
+    env PYTHONPATH=crates/cli/python python3 -m unittest discover -s adapters/ort_webgpu -t . -v
 """
 
+import os
 import subprocess
-import sys
 import unittest
 from pathlib import Path
 
+import numpy as np
+
+from adapters.onnxruntime import onnx_model
+from adapters.tests import test_adapters
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent / "python"))
 
-import dmlcts_adapter as adapter  # noqa: E402
-import test_adapters  # noqa: E402
-
-test_adapters.SERVERS["ort-webgpu"] = (HERE / "ort_webgpu_backend.py",)
+test_adapters.SERVERS["ort-webgpu"] = ("adapters.ort_webgpu.ort_webgpu_backend",)
 
 UINT8_CONCAT = {"join": {"axis": 0, "inputs": [test_adapters.tensor("UINT8", [2]),
                                                test_adapters.tensor("UINT8", [3])],
@@ -59,9 +59,9 @@ class OrtWebGpuServer(test_adapters.ServerTests, unittest.TestCase):
         operator = test_adapters.slice1([0], [4], [-1], [4], [4])
         operator["slice1"]["input"] = test_adapters.tensor("FLOAT32", [4])
         operator["slice1"]["output"] = test_adapters.tensor("FLOAT32", [4])
-        source = adapter.np.arange(10, 14, dtype="<f4")
+        source = np.arange(10, 14, dtype="<f4")
         (out,) = self.run_case(9, operator, [source.tobytes()], [bytes(16)])
-        self.assertEqual(adapter.np.frombuffer(out, "<f4").tolist(), [13, 12, 11, 10])
+        self.assertEqual(np.frombuffer(out, "<f4").tolist(), [13, 12, 11, 10])
 
     def test_a_node_without_a_webgpu_kernel_is_unsupported_not_run_on_the_cpu(self):
         reply = self.server.ask({"type": "compile", "id": 31, "operator": UINT8_CONCAT})[0]
@@ -72,9 +72,7 @@ class OrtWebGpuServer(test_adapters.ServerTests, unittest.TestCase):
     def test_without_the_option_the_same_model_would_run_on_the_cpu(self):
         # The control: what the option prevents. The worker's own session options, less the
         # one entry, accept the UINT8 Concat (it lands on the CPU provider).
-        sys.path.insert(0, str(HERE.parent / "onnxruntime"))
-        import onnxruntime_backend
-        model, _ = onnxruntime_backend.model(UINT8_CONCAT)
+        model, _ = onnx_model.model(UINT8_CONCAT)
         script = (
             "import ort from 'onnxruntime-node'; import {SESSION_OPTIONS} from './worker.mjs';"
             "const o = {...SESSION_OPTIONS, extra: {session: {}}};"
@@ -83,7 +81,7 @@ class OrtWebGpuServer(test_adapters.ServerTests, unittest.TestCase):
             "console.log('created'); process.exit(0);")
         done = subprocess.run(["node", "--input-type=module", "-e", script], cwd=HERE,
                               input=model.SerializeToString(), capture_output=True,
-                              timeout=120, env=dict(__import__("os").environ,
+                              timeout=120, env=dict(os.environ,
                                                     VK_ICD_FILENAMES="/usr/lib/chromium/vk_swiftshader_icd.json",
                                                     XDG_RUNTIME_DIR="/tmp"))
         self.assertIn(b"created", done.stdout, done.stderr[-2000:])

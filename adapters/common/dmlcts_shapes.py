@@ -7,7 +7,7 @@ Nothing here computes a value; dmlcts_adapter.py moves the bytes.
 import os
 from collections import OrderedDict
 
-import dmlcts_adapter as adapter
+from adapters.common import dmlcts_adapter as adapter
 
 INT64_MIN = -(1 << 63)
 

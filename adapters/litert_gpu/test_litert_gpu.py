@@ -4,26 +4,18 @@ refuses (a reversing STRIDED_SLICE) must come back `unsupported` with the delega
 while the same model with the CPU in the accelerator set compiles, so this test fails if the
 server ever lets the CPU in.
 
-    python3 -m unittest discover -s adapters/litert-gpu -p 'test_*.py'
+    env PYTHONPATH=crates/cli/python python3 -m unittest discover -s adapters/litert_gpu -t . -v
 """
 
-import os
 import subprocess
 import sys
 import unittest
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent / "python"))
-sys.path.insert(0, str(HERE.parent / "litert"))
+import numpy as np
 
-import dmlcts_adapter as adapter  # noqa: E402
-import test_adapters  # noqa: E402
-import tflite_model  # noqa: E402
+from adapters.tests import test_adapters
 
-np = adapter.np
-test_adapters.SERVERS["litert-gpu"] = (HERE / "litert_gpu_backend.py", "--driver",
+test_adapters.SERVERS["litert-gpu"] = ("adapters.litert_gpu.litert_gpu_backend", "--driver",
                                        "swiftshader")
 SWIFTSHADER = {"VK_ICD_FILENAMES": "/usr/lib/chromium/vk_swiftshader_icd.json",
                "XDG_RUNTIME_DIR": "/tmp"}
@@ -55,16 +47,15 @@ class LiteRtGpuServer(test_adapters.ServerTests, unittest.TestCase):
     def test_without_the_gpu_alone_the_same_model_would_run_on_the_cpu(self):
         # The control: the accelerator set with the CPU in it compiles the refused model.
         script = (
-            "import sys; sys.path.insert(0, %r);"
-            "import tflite_model;"
+            "from adapters.litert import tflite_model;"
             "from ai_edge_litert.compiled_model import CompiledModel;"
             "from ai_edge_litert.hardware_accelerator import HardwareAccelerator as H;"
             "m = CompiledModel.from_buffer(tflite_model.build(%r), hardware_accel=H.GPU | H.CPU);"
             "print('compiled', m.is_fully_accelerated())"
-        ) % (str(HERE.parent / "litert"), reversal())
+        ) % (reversal(),)
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120,
-                              env=dict(os.environ, PYTHONPATH=str(HERE.parent / "python"),
-                                       **SWIFTSHADER))
+                              cwd=test_adapters.ROOT,
+                              env=dict(test_adapters.server_environment(), **SWIFTSHADER))
         self.assertIn(b"compiled False", done.stdout, done.stderr[-2000:])
 
     def test_strided_layouts_are_gathered_and_scattered_leaving_holes_untouched(self):

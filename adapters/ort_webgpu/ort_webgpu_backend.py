@@ -14,7 +14,7 @@ provider has no kernel for silently runs on the CPU provider; with it, the sessi
 that failure is `unsupported` here (the type is one the WebGPU path cannot hold), never a pass.
 
 `--driver` picks the Vulkan driver by its ICD file (VK_ICD_FILENAMES in the worker's
-environment; Dawn sees that one driver only):
+environment; Dawn sees that one driver only; the table is adapters/common/vulkan.py):
 
     swiftshader   SwiftShader from Debian's chromium-common (no shader-f16: FLOAT16 Concat,
                   Split and Slice are refused by the provider at the first run: `unsupported`)
@@ -23,38 +23,21 @@ environment; Dawn sees that one driver only):
                   shaderUniform*ArrayDynamicIndexing required", no adapter)
 
 Strides and TotalTensorSizeInBytes never reach ONNX Runtime: the shared glue
-(adapters/python/dmlcts_adapter.py) gathers and scatters.
+(adapters/common/dmlcts_adapter.py) gathers and scatters.
 """
 
 import argparse
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from adapters.common import dmlcts_adapter as adapter
+from adapters.common.vulkan import DRIVERS, driver_environment, driver_version
+from adapters.onnxruntime import onnx_model as onnx_models
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path.insert(0, str(HERE.parent / "python"))
-sys.path.insert(0, str(HERE.parent / "onnxruntime"))
-
-import numpy as np  # noqa: E402
-
-import dmlcts_adapter as adapter  # noqa: E402
-import onnx_model as onnx_models  # noqa: E402
-
-STACK = ROOT / "target" / "directml-stack"
-DRIVERS = {
-    "swiftshader": {
-        "icd": Path("/usr/lib/chromium/vk_swiftshader_icd.json"),
-        "library_path": None,
-        "package": "chromium-common",
-    },
-    "lavapipe25": {
-        "icd": STACK / "lvp25_icd.json",
-        "library_path": STACK / "mesa25" / "usr" / "lib" / "x86_64-linux-gnu",
-        "package": None,  # unpacked, not installed: the version is the ICD library's
-    },
-}
 
 # numpy dtypes as onnxruntime-node's tensor types.
 ORT_TYPES = {
@@ -84,35 +67,6 @@ class Worker:
         if reply is None:
             raise RuntimeError(f"the Node.js worker exited (status {self.process.poll()})")
         return reply
-
-
-def driver_environment(driver):
-    settings = DRIVERS[driver]
-    if not settings["icd"].is_file():
-        hint = ("Debian package chromium-common" if driver == "swiftshader" else
-                "`cargo xtask directml setup` unpacks Mesa 25 there")
-        sys.exit(f"ort-webgpu: no ICD file {settings['icd']} ({hint})")
-    environment = dict(os.environ, VK_ICD_FILENAMES=str(settings["icd"]))
-    if settings["library_path"]:
-        environment["LD_LIBRARY_PATH"] = ":".join(
-            p for p in [str(settings["library_path"]), os.environ.get("LD_LIBRARY_PATH")] if p)
-    # Dawn asks for it on Linux; any writable folder will do.
-    environment.setdefault("XDG_RUNTIME_DIR", "/tmp")
-    return environment
-
-
-def driver_version(driver):
-    settings = DRIVERS[driver]
-    if settings["package"]:
-        try:
-            return subprocess.run(["dpkg-query", "-W", "-f=${Version}", settings["package"]],
-                                  capture_output=True, text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return "unknown"
-    # The package the stack unpacked (apt/debs/mesa-vulkan-drivers_VERSION_amd64.deb).
-    debs = sorted((STACK / "apt" / "debs").glob("mesa-vulkan-drivers_*.deb"))
-    return (f"mesa-vulkan-drivers {debs[0].name.split('_')[1]} (unpacked)" if debs
-            else "Mesa 25 (version unknown)")
 
 
 # Sessions kept alive in the worker at once: the glue has no release hook, and the harness
