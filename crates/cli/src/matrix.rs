@@ -418,8 +418,8 @@ impl Columns<'_> {
     }
 
     /// Runs the cases on the column's backend (its expectations file applied as each case
-    /// finishes), prints the first failures and adds the column.
-    fn run(&self, matrix: &mut Matrix, want: &Wanted, mut column: MatrixColumn, ready: Ready) {
+    /// finishes) with the column's reporter, which adds it to the matrix.
+    fn run(&self, matrix: &mut Matrix, want: &Wanted, column: MatrixColumn, ready: Ready) {
         let program = self.program;
         let Ready {
             resolved,
@@ -436,47 +436,65 @@ impl Columns<'_> {
             replay: Some(recipe),
         });
         session.info_mut().startup = resolve_time;
-        let report = session.run(&self.cases, &self.load_errors, &mut Announce(&want.name));
-        if let Some(file) = &expectations_file {
-            column
-                .notes
-                .extend((report.stale.iter()).map(|case| {
-                    format!("the expectations file names `{case}`, which did not run")
-                }));
-            column.expectations = Some(shown_path(file));
-        }
-        if let Some(failure) = &report.skipped_everything {
-            // The run's own failure is a result, as in `conformance`, so the column's totals
-            // are the same as its.
-            column.problems.push(failure.clone());
-        }
-        let info = &report.info;
-        column.feature_level = info.feature_level.clone();
-        column.profile = info.validation_profile.clone();
-        column.startup = info.startup;
-        column.cases_time = info.cases_time;
-        print_failures(&want.name, &report.results, &column.problems);
-        let name = want.name.clone();
-        let (startup, cases_time) = (column.startup, column.cases_time);
-        matrix.add_column(column, &report.results);
-        let totals = matrix.totals(matrix.columns.len() - 1);
-        crate::say!(
-            "{}: {} (start-up {:.2} s, cases {:.2} s)",
-            Line(&name),
-            totals.line(),
-            startup.as_secs_f64(),
-            cases_time.as_secs_f64()
-        );
+        let mut reporter = ColumnReporter {
+            matrix,
+            column: Some(column),
+            name: &want.name,
+            expectations_file: expectations_file.as_deref(),
+        };
+        session.run(&self.cases, &self.load_errors, &mut reporter);
     }
 }
 
-/// A column's reporter: says which backend is running, on what device, as its run starts.
-struct Announce<'n>(&'n str);
+/// A matrix column as a reporter: says which backend runs, on what device, as its run starts;
+/// when it finishes, fills in the column (its level, profile, times, stale expectations, the
+/// run's own failure), prints its first failures and its totals, and adds it to the matrix.
+struct ColumnReporter<'m> {
+    matrix: &'m mut Matrix,
+    /// Taken when the column is added.
+    column: Option<MatrixColumn>,
+    name: &'m str,
+    expectations_file: Option<&'m Path>,
+}
 
-impl Reporter for Announce<'_> {
+impl Reporter for ColumnReporter<'_> {
     fn event(&mut self, event: &Event<'_>) {
-        if let Event::RunStarted { info, .. } = event {
-            crate::say!("{}: running ({})", Line(self.0), Line(&info.device));
+        match event {
+            Event::RunStarted { info, .. } => {
+                crate::say!("{}: running ({})", Line(self.name), Line(&info.device));
+            }
+            Event::RunFinished(report) => {
+                let Some(mut column) = self.column.take() else {
+                    return;
+                };
+                if let Some(file) = self.expectations_file {
+                    column.notes.extend((report.stale.iter()).map(|case| {
+                        format!("the expectations file names `{case}`, which did not run")
+                    }));
+                    column.expectations = Some(shown_path(file));
+                }
+                if let Some(failure) = &report.skipped_everything {
+                    // The run's own failure is a result, as in `conformance`, so the column's
+                    // totals are the same as its.
+                    column.problems.push(failure.clone());
+                }
+                let info = &report.info;
+                column.feature_level = info.feature_level.clone();
+                column.profile = info.validation_profile.clone();
+                column.startup = info.startup;
+                column.cases_time = info.cases_time;
+                print_failures(self.name, &report.results, &column.problems);
+                self.matrix.add_column(column, &report.results);
+                let totals = self.matrix.totals(self.matrix.columns.len() - 1);
+                crate::say!(
+                    "{}: {} (start-up {:.2} s, cases {:.2} s)",
+                    Line(self.name),
+                    totals.line(),
+                    info.startup.as_secs_f64(),
+                    info.cases_time.as_secs_f64()
+                );
+            }
+            Event::LoadError(_) | Event::CaseFinished { .. } => {}
         }
     }
 }
