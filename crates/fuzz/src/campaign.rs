@@ -63,17 +63,16 @@ impl Campaign<'_> {
     fn run_job(&self, devices: &[&dyn Backend]) {
         let options = self.options;
         let plan = Plan::new(options, &self.levels);
-        if devices.is_empty() {
-            return;
-        }
         // Each case through the session's step, on the device at its level (or the first).
-        let session = Session::on_devices(
+        let Some(session) = Session::on_devices(
             devices,
             SessionOptions {
                 not_enforced: self.bucketing.not_enforced_rules.clone(),
                 ..SessionOptions::default()
             },
-        );
+        ) else {
+            return;
+        };
         let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
         while let Some(index) = self.next_index() {
             let recipe = plan.recipe(index);
@@ -82,13 +81,6 @@ impl Campaign<'_> {
                 .or_insert_with(|| case_strategy_at(options.op, options.mix, recipe));
             let mut tree = crate::cases::case_tree(strategy, options.seed, index);
             let case = tree.current();
-            let Some(&device) = devices
-                .iter()
-                .find(|d| d.feature_level() == case.feature_level)
-                .or(devices.first())
-            else {
-                return;
-            };
             let seeds = data_seeds(&case, options.data_sets.max(1));
             let (result, checked_cases) = checked(&session, &case, &seeds);
             self.cases_run.fetch_add(checked_cases, Ordering::Relaxed);
@@ -97,9 +89,14 @@ impl Campaign<'_> {
                 self.per_level[at].fetch_add(1, Ordering::Relaxed);
             }
             match result {
-                Err(failure) => self.bucketing.handle(device, tree.as_mut(), index, failure),
+                Err(failure) => {
+                    // Shrunk on the device the session ran it on.
+                    let (device, _) = session.device_for(&case);
+                    (self.bucketing).handle(device.as_ref(), tree.as_mut(), index, failure)
+                }
                 Ok(info @ Checked::Informational { .. }) => {
-                    self.bucketing.informational(device, index, case, info)
+                    let (device, _) = session.device_for(&case);
+                    (self.bucketing).informational(device.as_ref(), index, case, info)
                 }
                 Ok(Checked::Skipped { reason }) => self
                     .skipped

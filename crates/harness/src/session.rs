@@ -235,16 +235,20 @@ impl<'a> Session<'a> {
     }
 
     /// A session on devices a caller holds, one per level (a campaign's job): each case on
-    /// the one at its level, or else the first, as `Devices` chooses for the corpus.
-    pub fn on_devices(devices: &'a [&'a dyn Backend], options: SessionOptions) -> Session<'a> {
-        let first: Arc<dyn Backend + 'a> = Arc::new(devices[0]);
+    /// the one at its level, or else the first, as `Devices` chooses for the corpus. None
+    /// without a device.
+    pub fn on_devices(
+        devices: &'a [&'a dyn Backend],
+        options: SessionOptions,
+    ) -> Option<Session<'a>> {
+        let first = *devices.first()?;
         let pick = move |level: FeatureLevel| -> Arc<dyn Backend + 'a> {
             let device = (devices.iter())
                 .find(|d| d.feature_level() == level)
-                .unwrap_or(&devices[0]);
+                .unwrap_or(&first);
             Arc::new(*device)
         };
-        Session::new(first, Some(Box::new(pick)), options)
+        Some(Session::new(Arc::new(first), Some(Box::new(pick)), options))
     }
 
     /// The run so far: the backend, its device, the level choice, the profile (the suite is
@@ -253,6 +257,8 @@ impl<'a> Session<'a> {
         &self.info
     }
 
+    /// The run's description, for the caller to complete before `run` (the suite, the time
+    /// its backend took to start).
     pub fn info_mut(&mut self) -> &mut RunInfo {
         &mut self.info
     }
