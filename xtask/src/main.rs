@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         Command::Mutants {
             package,
             cargo_mutants_args,
-        } => said(mutants::mutants_main(&package, &cargo_mutants_args, &root)),
+        } => mutants::mutants_main(&package, &cargo_mutants_args, &root),
     };
     // The one place this binary's exit status and error text are decided.
     dmlcts_cli::finish(result)

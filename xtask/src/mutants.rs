@@ -2,7 +2,7 @@
 //! measured; then caught / missed / timeout / unviable, the kill ratio, and the survivors
 //! checked against the equivalent mutants docs/guide/developing.md lists (the one list, with reasons).
 
-use dmlcts_cli::{say, say_err};
+use dmlcts_cli::{CommandError, CommandResult, Verdict, say, say_err};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
@@ -73,28 +73,21 @@ const EQUIVALENT_END: &str = "<!-- equivalent mutants: end -->";
 
 /// Runs the measurement; `extra` goes to cargo-mutants (e.g. `--re PATTERN` for a subset,
 /// which then is not held to the required ratio).
-pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
+pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> CommandResult {
     let Some(target) = TARGETS.iter().find(|t| t.package == package) else {
         let known: Vec<&str> = TARGETS.iter().map(|t| t.package).collect();
-        say_err!(
-            "error: --package {package}: the measured packages are {}",
+        return Err(CommandError::Usage(format!(
+            "--package {package}: the measured packages are {}",
             known.join(", ")
-        );
-        return 2;
+        )));
     };
-    if let Err(status) = check_cargo_mutants() {
-        return status;
-    }
+    check_cargo_mutants()?;
     let out = root.join("target").join("mutants").join(target.package);
     let outcomes = out.join("mutants.out");
     let _ = std::fs::remove_dir_all(&outcomes);
-    if let Err(e) = std::fs::create_dir_all(&out) {
-        say_err!("error: cannot create {}: {e}", out.display());
-        return 2;
-    }
-    let Some(mut command) = mutants_command(target, root, &out, extra) else {
-        return 2;
-    };
+    std::fs::create_dir_all(&out)
+        .map_err(|e| CommandError::Output(format!("cannot create {}: {e}", out.display())))?;
+    let mut command = mutants_command(target, root, &out, extra)?;
     say!("measuring {}:\n  {command:?}", target.about);
     say!(
         "  (--in-place: each mutant is written into the source tree, tested and undone; \
@@ -102,21 +95,18 @@ pub fn mutants_main(package: &str, extra: &[String], root: &Path) -> i32 {
     );
     let started = Instant::now();
     // cargo-mutants exits non-zero when mutants survive: the outcomes say what happened.
-    let status = match command.status() {
-        Ok(status) => status.code().unwrap_or(2),
-        Err(e) => {
-            say_err!("error: cannot run cargo mutants: {e}");
-            return 2;
-        }
-    };
+    let status = command
+        .status()
+        .map_err(|e| CommandError::Backend(format!("cannot run cargo mutants: {e}")))?
+        .code()
+        .unwrap_or(2);
     let seconds = started.elapsed().as_secs();
     report(target, &outcomes, root, seconds, extra, status)
 }
 
 /// Whether cargo-mutants is installed (with a warning when it is not the release the
-/// guide's figures were measured with); otherwise the exit status, after saying how to
-/// install it.
-fn check_cargo_mutants() -> Result<(), i32> {
+/// guide's figures were measured with); otherwise the error saying how to install it.
+fn check_cargo_mutants() -> Result<(), CommandError> {
     match Command::new("cargo")
         .args(["mutants", "--version"])
         .output()
@@ -131,19 +121,23 @@ fn check_cargo_mutants() -> Result<(), i32> {
             }
         }
         _ => {
-            say_err!(
-                "error: cargo-mutants is not installed. Install the version the guide's figures \
+            return Err(CommandError::Usage(format!(
+                "cargo-mutants is not installed. Install the version the guide's figures \
                  were measured with:\n  cargo install cargo-mutants --version {MEASURED_VERSION} --locked"
-            );
-            return Err(2);
+            )));
         }
     }
     Ok(())
 }
 
 /// The cargo-mutants command for `target`, writing into `out`. A target whose tests include
-/// other packages' has its tests run once without mutations first (`None` when they fail).
-fn mutants_command(target: &Target, root: &Path, out: &Path, extra: &[String]) -> Option<Command> {
+/// other packages' has its tests run once without mutations first (an error when they fail).
+fn mutants_command(
+    target: &Target,
+    root: &Path,
+    out: &Path,
+    extra: &[String],
+) -> Result<Command, CommandError> {
     let mut command = Command::new("cargo");
     command
         .current_dir(root)
@@ -162,17 +156,18 @@ fn mutants_command(target: &Target, root: &Path, out: &Path, extra: &[String]) -
         baseline.args(target.tests);
         say!("the tests without mutations:\n  {baseline:?}");
         if !baseline.status().is_ok_and(|s| s.success()) {
-            say_err!("error: the tests fail without mutations; fix that first");
-            return None;
+            return Err(CommandError::Usage(
+                "the tests fail without mutations; fix that first".to_string(),
+            ));
         }
         command.args(["--baseline", "skip", "--timeout", "180"]);
     }
     command.args(extra).arg("--").args(target.tests);
-    Some(command)
+    Ok(command)
 }
 
 /// The measurement's outcomes: the counts, the kill ratio, the survivors against the guide's
-/// list, the timeouts, and the exit status (a subset is not held to the required ratio).
+/// list, the timeouts, and the verdict (a subset is not held to the required ratio).
 fn report(
     target: &Target,
     outcomes: &Path,
@@ -180,21 +175,21 @@ fn report(
     seconds: u64,
     extra: &[String],
     status: i32,
-) -> i32 {
+) -> CommandResult {
     let counts = match Counts::read(&outcomes.join("outcomes.json")) {
         Ok(counts) => counts,
-        Err(e) => {
+        Err(e) if status == 0 => {
             say_err!("no outcomes ({e}); cargo mutants exited with {status}");
-            return if status == 0 { 0 } else { 2 };
+            return Ok(Verdict::Passed);
         }
-    };
-    let equivalent = match equivalent_mutants(&root.join(EQUIVALENT_LIST)) {
-        Ok(names) => names,
         Err(e) => {
-            say_err!("error: {e}");
-            return 2;
+            return Err(CommandError::Input(format!(
+                "no outcomes ({e}); cargo mutants exited with {status}"
+            )));
         }
     };
+    let equivalent =
+        equivalent_mutants(&root.join(EQUIVALENT_LIST)).map_err(CommandError::Input)?;
     let missed = read_names(&outcomes.join("missed.txt"));
     let timeouts = read_names(&outcomes.join("timeout.txt"));
     let summary = summarize(target, &counts, &missed, &equivalent);
@@ -216,14 +211,12 @@ fn report(
             "  (a subset: not held to {:.0}%)",
             100.0 * REQUIRED_KILL_RATIO
         );
-        return 0;
+        return Ok(Verdict::Passed);
     }
-    if summary.ratio >= REQUIRED_KILL_RATIO {
-        0
-    } else {
+    if summary.ratio < REQUIRED_KILL_RATIO {
         say!("  below the required {:.0}%", 100.0 * REQUIRED_KILL_RATIO);
-        1
     }
+    Ok(Verdict::failed_if(summary.ratio < REQUIRED_KILL_RATIO))
 }
 
 struct Counts {
