@@ -130,6 +130,8 @@ fn not_regular_error(what: &str) -> FileError {
 
 /// Opens for reading without waiting: O_NONBLOCK, so that a FIFO put there after the type
 /// was checked opens at once (and is then refused); O_NOFOLLOW where links are not followed.
+/// On Windows, FILE_FLAG_OPEN_REPARSE_POINT in their place: a link or junction put there
+/// after the check opens as itself, never as its target.
 fn open(path: &Path, links: Links) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -142,6 +144,15 @@ fn open(path: &Path, links: Links) -> std::io::Result<std::fs::File> {
         }
         options.custom_flags(flags);
     }
+    #[cfg(windows)]
+    if links == Links::DoNotFollow {
+        use std::os::windows::fs::OpenOptionsExt;
+        // winbase.h's FILE_FLAG_OPEN_REPARSE_POINT.
+        const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+        options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
+    }
+    #[cfg(not(any(unix, windows)))]
+    let _ = links;
     options.open(path)
 }
 
