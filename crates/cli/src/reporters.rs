@@ -34,7 +34,8 @@ impl Terminal {
     }
 
     /// The first lines: the backend, its device, how levels are chosen, its profile, the
-    /// cases; then the suite, its commit and the corpus.
+    /// cases; then the suite, its commit and the corpus; for a backend served by processes,
+    /// how they are contained.
     fn header(info: &RunInfo, levels: &str, profile: &ValidationProfile, cases: usize) {
         let profile_text = match profile {
             ValidationProfile::Strict => String::new(),
@@ -53,6 +54,10 @@ impl Terminal {
             count(cases, "case", "cases")
         );
         crate::say!("suite: {}, {}", info.suite.name(), info.suite.corpus());
+        // A backend served by processes: how what they start is ended with them.
+        if info.backend.starts_with("process:") || info.backend.starts_with("directml") {
+            crate::say!("servers: {}", dmlcts_protocol::containment());
+        }
     }
 
     /// A case as it finishes: a failure (as judged, before the expectations file's word) is

@@ -7,9 +7,10 @@
 //! - [`serve`]: turns any in-process `Backend` into a protocol server on a reader and writer;
 //!   an `execute`'s payloads must be its operator's tensor sizes before they are read.
 //! - [`ProcessBackend`]: a `Backend` that runs a server as a child process, with per-request
-//!   timeouts, a fresh child after a crash, a hang or a protocol violation, and none after
-//!   `STALLS_BEFORE_GIVING_UP` hangs or failed starts in a row; nothing the server starts
-//!   outlives it or the harness (process/reaper.rs); [`ProcessBackendAtLevel`] is it as a
+//!   timeouts, a fresh child after a crash, a hang or a protocol violation, and none once the
+//!   run's budget of time lost to it (`LOST_TIME_BUDGET` timeouts) is spent; nothing the
+//!   server starts outlives it or the harness ([`containment`], process/reaper.rs);
+//!   [`ProcessBackendAtLevel`] is it as a
 //!   device at one of the levels its server offers.
 //! - [`bounds`]: what is kept of a backend's texts (4 KiB each, the rest counted).
 
@@ -22,8 +23,8 @@ mod server;
 
 pub use levels::ProcessBackendAtLevel;
 pub use process::{
-    MAX_TIMEOUT, ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP, STDERR_LINE_BYTES,
-    STDERR_LINES,
+    Containment, FAILED_STARTS_BEFORE_GIVING_UP, LOST_TIME_BUDGET, MAX_TIMEOUT, ProcessBackend,
+    ProcessOptions, STDERR_LINE_BYTES, STDERR_LINES, containment,
 };
 pub use server::{Server, serve, serve_levels, write_reply};
 

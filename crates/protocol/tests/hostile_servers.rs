@@ -6,11 +6,11 @@
 
 mod common;
 
-use common::{Run, doc_cases, run_recording_pids};
+use common::{Run, doc_cases, run_recording_pids, zombie_children};
 use dmlcts_harness::report::{RunInfo, Summary, json_report, junit_report};
 use dmlcts_harness::{Case, CaseResult, RunOptions, Status, run_case};
 use dmlcts_protocol::bounds::MAX_TEXT_BYTES;
-use dmlcts_protocol::{ProcessBackend, ProcessOptions, STALLS_BEFORE_GIVING_UP};
+use dmlcts_protocol::{LOST_TIME_BUDGET, ProcessBackend, ProcessOptions};
 use dmlcts_tensor::{Backend, CompileError, CompiledOperator, OperatorDesc};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +27,11 @@ const CHILD_TIME: Duration = Duration::from_secs(300);
 /// --as=1073741824`, checks that it passed and ended with its summary line and its JSON and
 /// JUnit reports, and returns None. In that copy: the folder for its reports.
 fn in_limited_copy(name: &str) -> Option<PathBuf> {
+    in_limited_copy_within(name, CHILD_TIME)
+}
+
+/// `in_limited_copy`, with the copy killed (and the test failed) after `limit`.
+fn in_limited_copy_within(name: &str, limit: Duration) -> Option<PathBuf> {
     if let Some(out) = std::env::var_os(CHILD_OUT) {
         let limits = std::fs::read_to_string("/proc/self/limits").expect("limits");
         let line = limits
@@ -63,10 +68,10 @@ fn in_limited_copy(name: &str) -> Option<PathBuf> {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        if started.elapsed() > CHILD_TIME {
+        if started.elapsed() > limit {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("{name} did not end within {CHILD_TIME:?}");
+            panic!("{name} did not end within {limit:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -223,15 +228,15 @@ fn a_reply_declaring_a_2_gib_payload_is_refused_before_a_byte_is_read() {
 }
 
 #[test]
-fn a_server_that_hangs_after_hello_is_given_up_after_three_hangs() {
-    let Some(out) =
-        in_limited_copy("a_server_that_hangs_after_hello_is_given_up_after_three_hangs")
-    else {
+fn a_server_that_hangs_after_hello_is_given_up_after_three_timeouts_of_hangs() {
+    let Some(out) = in_limited_copy(
+        "a_server_that_hangs_after_hello_is_given_up_after_three_timeouts_of_hangs",
+    ) else {
         return;
     };
     let timeout = Duration::from_millis(500);
     let run = hostile_run("hang-after-hello", &doc_cases_times(3), timeout, &out);
-    let stalls = STALLS_BEFORE_GIVING_UP as usize;
+    let stalls = LOST_TIME_BUDGET as usize;
     let own_hang = "backend process: no reply within 0.5 s (hung?); it was killed by the harness";
     for (i, r) in run.results.iter().enumerate() {
         assert_eq!(r.status, Status::Failed, "{}", r.name);
@@ -245,10 +250,12 @@ fn a_server_that_hangs_after_hello_is_given_up_after_three_hangs() {
             );
         } else {
             assert!(
-                r.details.contains(&format!(
-                    "while compiling, the backend said:\n    | backend process: given up after 3 \
-                     hangs or failed starts in a row; every later case fails at once without \
-                     it. The last: {own_hang}"
+                r.details.contains(
+                    "while compiling, the backend said:\n    | backend process: given up: its \
+                     hangs took 1."
+                ) && r.details.contains(&format!(
+                    "their budget (3 x the 0.5 s timeout); every later case fails at once \
+                     without it. The last: {own_hang}"
                 )),
                 "{i}: {}",
                 r.details
@@ -295,8 +302,8 @@ fn a_server_that_cannot_start_again_is_given_up_after_three_failed_starts() {
     for d in &details[3..] {
         assert!(
             d.contains(&format!(
-                "given up after 3 hangs or failed starts in a row; every later case fails at \
-                 once without it. The last: {failed_start}"
+                "given up: 3 failed starts in a row; every later case fails at once without it. \
+                 The last: {failed_start}"
             )) && d.contains(exited),
             "{d}"
         );
@@ -329,6 +336,198 @@ fn a_setsid_double_fork_leaves_no_process_behind() {
         Summary::of(&run.results).line(),
         "0 passed, 8 failed, 0 skipped"
     );
+}
+
+/// The longest a copy running one of the process-trick servers below may take: far more than
+/// their bound (a few timeouts of 0.5 s and their budget), far less than forever.
+const TRICK_TIME: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_server_that_leaves_its_process_group_and_hangs_ends_with_nothing_left() {
+    let name = "a_server_that_leaves_its_process_group_and_hangs_ends_with_nothing_left";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    let run = hostile_run(
+        "leave-group",
+        &doc_cases(),
+        Duration::from_millis(500),
+        &out,
+    );
+    for r in &run.results {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+    }
+    assert!(
+        run.results[0]
+            .details
+            .contains("no reply within 0.5 s (hung?); it was killed by the harness"),
+        "{}",
+        run.results[0].details
+    );
+    assert_no_zombie_children();
+}
+
+#[test]
+fn a_server_in_another_group_that_ignores_shutdown_still_lets_the_run_end() {
+    let name = "a_server_in_another_group_that_ignores_shutdown_still_lets_the_run_end";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    let run = hostile_run(
+        "ignore-shutdown",
+        &doc_cases(),
+        Duration::from_millis(500),
+        &out,
+    );
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "8 passed, 0 failed, 0 skipped"
+    );
+    assert_no_zombie_children();
+}
+
+#[test]
+fn orphans_that_setsid_and_exit_leave_no_zombie_of_the_harness() {
+    let name = "orphans_that_setsid_and_exit_leave_no_zombie_of_the_harness";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    // 25 orphans a compile, 8 compiles: none of them is left a zombie of this process.
+    let run = hostile_run(
+        "setsid-orphans",
+        &doc_cases(),
+        Duration::from_secs(10),
+        &out,
+    );
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "8 passed, 0 failed, 0 skipped"
+    );
+    assert_no_zombie_children();
+}
+
+#[test]
+fn a_fork_chain_that_keeps_the_tag_never_outlives_its_server() {
+    let name = "a_fork_chain_that_keeps_the_tag_never_outlives_its_server";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    // The chain forks every 20 ms; a run of 40 cases lasts long enough for it to be moving
+    // when the server ends. Twelve runs: a race lost once fails the test.
+    for _ in 0..12 {
+        let run = hostile_run(
+            "fork-chain",
+            &doc_cases_times(5),
+            Duration::from_secs(10),
+            &out,
+        );
+        assert_eq!(
+            Summary::of(&run.results).line(),
+            "40 passed, 0 failed, 0 skipped"
+        );
+        assert_no_zombie_children();
+    }
+}
+
+#[test]
+fn a_server_that_answers_hello_late_and_dies_is_given_up_within_its_budget() {
+    let name = "a_server_that_answers_hello_late_and_dies_is_given_up_within_its_budget";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    // Each start takes 0.4 s of a 0.5 s start-up timeout; the restarts' budget is three
+    // start-up timeouts (1.5 s): the fifth restart at the latest is the last.
+    let run = hostile_run(
+        "slow-hello-die",
+        &doc_cases_times(4),
+        Duration::from_millis(500),
+        &out,
+    );
+    let given_up = "given up: its restarts and failed requests took";
+    let first = run
+        .results
+        .iter()
+        .position(|r| r.details.contains(given_up))
+        .expect("given up");
+    assert!(first <= 5, "given up only at case {first}");
+    for r in &run.results[first..] {
+        assert!(r.details.contains(given_up), "{}", r.details);
+    }
+    for r in &run.results[first + 1..] {
+        assert!(r.duration < Duration::from_millis(250), "{:?}", r.duration);
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 32 failed, 0 skipped"
+    );
+}
+
+#[test]
+fn a_server_alternating_errors_and_hangs_is_given_up_after_three_timeouts_of_hangs() {
+    let name = "a_server_alternating_errors_and_hangs_is_given_up_after_three_timeouts_of_hangs";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    let run = hostile_run(
+        "error-then-hang",
+        &doc_cases_times(4),
+        Duration::from_millis(500),
+        &out,
+    );
+    // Case 0: an error; case 1: a hang; ... the third hang (case 5) spends the budget.
+    let given_up = "given up: its hangs took";
+    for (i, r) in run.results.iter().enumerate() {
+        assert_eq!(r.status, Status::Failed, "{}", r.name);
+        assert_eq!(r.details.contains(given_up), i >= 5, "{i}: {}", r.details);
+    }
+    assert_eq!(
+        Summary::of(&run.results).line(),
+        "0 passed, 32 failed, 0 skipped"
+    );
+}
+
+/// Asserts that no process is left a zombie of this one: what the harness adopts is reaped as
+/// it exits (within a scan of the thread that starts servers, 0.2 s apart).
+fn assert_no_zombie_children() {
+    let until = Instant::now() + Duration::from_secs(2);
+    while !zombie_children().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(zombie_children(), Vec::<String>::new());
+}
+
+/// This process's threads and open descriptors.
+fn threads_and_descriptors() -> (usize, usize) {
+    let count = |dir: &str| std::fs::read_dir(dir).expect(dir).count();
+    (count("/proc/self/task"), count("/proc/self/fd"))
+}
+
+#[test]
+fn an_escapee_holding_the_pipes_leaks_no_thread_or_descriptor() {
+    let name = "an_escapee_holding_the_pipes_leaks_no_thread_or_descriptor";
+    let Some(out) = in_limited_copy_within(name, TRICK_TIME) else {
+        return;
+    };
+    // A first run starts the thread that starts servers, which lasts.
+    hostile_run("garbage", &doc_cases(), Duration::from_secs(10), &out);
+    let before = threads_and_descriptors();
+    // 8 garbage replies, 8 restarts, 8 escapees holding stdin, stdout and stderr.
+    let run = hostile_run(
+        "escape-garbage",
+        &doc_cases(),
+        Duration::from_secs(10),
+        &out,
+    );
+    for r in &run.results {
+        assert!(r.details.contains("protocol violation"), "{}", r.details);
+    }
+    // A reader thread ends when its pipe closes or its server is buried: give the last
+    // one a moment to be scheduled.
+    let until = Instant::now() + Duration::from_secs(5);
+    while threads_and_descriptors() != before && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(threads_and_descriptors(), before);
 }
 
 /// An in-process backend whose every compile fails with 15 MiB of text.

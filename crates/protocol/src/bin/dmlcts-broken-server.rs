@@ -29,7 +29,22 @@
 //!   exits with status 3 without answering;
 //! - `hang-after-hello`: answers hello, then reads nothing and answers nothing;
 //! - `starts-once`: the first process crashes (status 3) on its first compile; every later one
-//!   (the pids file has a line already) exits with status 1 before its hello.
+//!   (the pids file has a line already) exits with status 1 before its hello;
+//! - `leave-group`: on its first compile, moves itself into a process group of its own
+//!   (`setpgid`), then reads nothing and answers nothing;
+//! - `ignore-shutdown`: moves itself into another process group at start (as `leave-group`),
+//!   serves correctly, but ignores `shutdown` and, once its input closes, sleeps;
+//! - `setsid-orphans`: on every compile, starts 25 processes that each leave (`setsid`) and
+//!   exit 20 ms later, their parent gone first (so they are orphans), then answers;
+//! - `fork-chain`: on its first compile, starts a chain of copies of itself: each records its
+//!   pid, leaves (`setsid`), sleeps 2 ms, starts the next and exits; then serves correctly;
+//! - `slow-hello-die`: sleeps 400 ms before reading anything, then exits with status 3 at its
+//!   first compile;
+//! - `error-then-hang`: answers its odd-numbered compiles with an `error` and never answers its
+//!   even-numbered ones;
+//! - `escape-garbage`: on its first compile, starts a copy of itself with an empty environment
+//!   that leaves (`setsid`) and starts another that keeps the server's stdin, stdout and
+//!   stderr and sleeps (a double fork), then answers with bytes that are not a frame.
 //!
 //! A second argument names a file to which every process it starts (itself included)
 //! appends its pid, so tests can check that none survives.
@@ -46,6 +61,8 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::time::Duration;
 
+/// The orphans `setsid-orphans` leaves at each compile.
+const ORPHANS: usize = 25;
 /// What `stderr-flood` writes, in bytes.
 const FLOOD_BYTES: usize = 300 << 20;
 /// The length of each message `huge-messages` sends, in bytes.
@@ -69,9 +86,39 @@ fn main() {
     if fault == "escapee" {
         escape(pids_file.as_deref());
     }
+    if fault == "orphan-parent" {
+        // Its child outlives it: an orphan.
+        let _ = start_copy("orphan", pids_file.as_deref(), false, false);
+        std::process::exit(0);
+    }
+    if fault == "orphan" {
+        leave_session();
+        std::thread::sleep(Duration::from_millis(20));
+        std::process::exit(0);
+    }
+    if fault == "chain-link" {
+        leave_session();
+        std::thread::sleep(Duration::from_millis(2));
+        let _ = start_copy("chain-link", pids_file.as_deref(), false, false);
+        std::process::exit(0);
+    }
+    if fault == "holder-parent" {
+        leave_session();
+        let _ = start_copy("holder", pids_file.as_deref(), true, true);
+        std::process::exit(0);
+    }
+    if fault == "holder" {
+        sleep_forever();
+    }
     eprintln!("broken server starting with fault `{fault}`");
     if fault == "slow-start" {
         std::thread::sleep(Duration::from_secs(2));
+    }
+    if fault == "slow-hello-die" {
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    if fault == "ignore-shutdown" {
+        leave_group(pids_file.as_deref());
     }
     if fault == "starts-once" && started_before {
         eprintln!("refusing to start again, on purpose");
@@ -112,9 +159,22 @@ fn serve(backend: &dyn Backend, fault: &str, pids_file: Option<&str>) {
                 continue;
             }
         }
+        if frame.kind() == "shutdown" && fault == "ignore-shutdown" {
+            eprintln!("ignoring shutdown, on purpose");
+            continue;
+        }
         if frame.kind() == "compile" {
             compiles += 1;
             exit_at_compile(fault, compiles, pids_file);
+            process_trick_at_compile(fault, compiles, pids_file);
+            if fault == "error-then-hang" && compiles % 2 == 0 {
+                eprintln!("hanging on purpose");
+                sleep_forever();
+            }
+            if fault == "error-then-hang" || (fault == "escape-garbage" && compiles == 1) {
+                answer_badly(fault, &frame, &mut stdout);
+                continue;
+            }
             if frame.header["operator"].get("join").is_some() {
                 joins.insert(frame.id());
             }
@@ -157,6 +217,50 @@ fn serve(backend: &dyn Backend, fault: &str, pids_file: Option<&str>) {
             eprintln!("hanging after hello, on purpose");
             sleep_forever();
         }
+    }
+    if fault == "ignore-shutdown" {
+        eprintln!("input closed; sleeping on, on purpose");
+        sleep_forever();
+    }
+}
+
+/// The faults that play process tricks at a compile and then go on: leave-group,
+/// setsid-orphans, fork-chain, escape-garbage.
+fn process_trick_at_compile(fault: &str, compiles: u32, pids_file: Option<&str>) {
+    match fault {
+        "leave-group" if compiles == 1 => {
+            leave_group(pids_file);
+            eprintln!("left my process group; hanging, on purpose");
+            sleep_forever();
+        }
+        "setsid-orphans" => {
+            for _ in 0..ORPHANS {
+                if let Some(mut parent) = start_copy("orphan-parent", pids_file, false, false) {
+                    let _ = parent.wait();
+                }
+            }
+        }
+        "fork-chain" if compiles == 1 => {
+            let _ = start_copy("chain-link", pids_file, false, false);
+        }
+        "escape-garbage" if compiles == 1 => {
+            if let Some(mut parent) = start_copy("holder-parent", pids_file, true, true) {
+                let _ = parent.wait();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// error-then-hang's `error` reply, or escape-garbage's bytes that are not a frame.
+fn answer_badly(fault: &str, frame: &Frame, stdout: &mut impl Write) {
+    if fault == "error-then-hang" {
+        let reply = json!({"type": "error", "id": frame.id(), "message": "an error, on purpose"});
+        let _ = write_reply(stdout, &Frame::new(reply));
+    } else {
+        eprintln!("writing garbage, with a process of another session holding the pipes");
+        let _ = stdout.write_all(b"\xff\xff\xff\x7fthis is not a frame");
+        let _ = stdout.flush();
     }
 }
 
@@ -228,17 +332,17 @@ fn bad_hello(fault: &str) -> Option<serde_json::Value> {
 
 /// The faults that end the process at a compile request (`compiles` counts them, this one
 /// included): crash-on-3, abort-on-3, stderr-flood, fork-and-exit, escape-setsid,
-/// starts-once.
+/// starts-once, slow-hello-die.
 fn exit_at_compile(fault: &str, compiles: u32, pids_file: Option<&str>) {
     if fault == "escape-setsid" {
         // A daemon's way: no pipes of the server's, its parent waits for it.
-        if let Some(mut escapee) = start_copy("escapee", pids_file, false) {
+        if let Some(mut escapee) = start_copy("escapee", pids_file, false, false) {
             let _ = escapee.wait();
         }
         eprintln!("exiting, with a process of another session left behind");
         std::process::exit(3);
     }
-    if fault == "starts-once" {
+    if fault == "starts-once" || fault == "slow-hello-die" {
         eprintln!("crashing on purpose at the first compile");
         std::process::exit(3);
     }
@@ -315,24 +419,63 @@ fn flood_stderr() {
 /// `escapee`: leaves the server's session and process group (`setsid`), starts a lingering
 /// copy of this program there, and exits: the copy is then nobody's child but the reaper's.
 fn escape(pids_file: Option<&str>) -> ! {
-    #[cfg(unix)]
-    if let Err(e) = rustix::process::setsid() {
-        eprintln!("setsid failed: {e}");
-    }
+    leave_session();
     start_lingering_copy(pids_file);
     std::process::exit(0);
 }
 
+/// Moves this process into another process group (`setpgid`, Unix): that of a lingering copy
+/// started in a group of its own (a group leader cannot `setsid`, and `setpgid(0, 0)` would
+/// leave it where it is).
+fn leave_group(pids_file: Option<&str>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let Ok(exe) = std::env::current_exe() else {
+            return;
+        };
+        let mut command = std::process::Command::new(exe);
+        command.arg("linger").process_group(0);
+        command.args(pids_file);
+        use std::process::Stdio;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let Ok(child) = command.spawn() else {
+            return;
+        };
+        let group = rustix::process::Pid::from_child(&child);
+        if let Err(e) = rustix::process::setpgid(None, Some(group)) {
+            eprintln!("setpgid failed: {e}");
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = pids_file;
+}
+
+/// A session and process group of its own (`setsid`, Unix).
+fn leave_session() {
+    #[cfg(unix)]
+    if let Err(e) = rustix::process::setsid() {
+        eprintln!("setsid failed: {e}");
+    }
+}
+
 /// A copy of this program with the fault `fault` (and the pids file), with this one's stdin,
-/// stdout and stderr, or none.
+/// stdout and stderr, or none; with an empty environment when `no_environment`.
 fn start_copy(
     fault: &str,
     pids_file: Option<&str>,
     inherit_pipes: bool,
+    no_environment: bool,
 ) -> Option<std::process::Child> {
     let exe = std::env::current_exe().ok()?;
     let mut command = std::process::Command::new(exe);
     command.arg(fault);
+    if no_environment {
+        command.env_clear();
+    }
     if !inherit_pipes {
         use std::process::Stdio;
         command
@@ -348,7 +491,7 @@ fn start_copy(
 
 /// A copy of this program that inherits the pipes and sleeps.
 fn start_lingering_copy(pids_file: Option<&str>) {
-    if let Some(child) = start_copy("linger", pids_file, true) {
+    if let Some(child) = start_copy("linger", pids_file, true, false) {
         // Wait until it has recorded itself, so the test knows of it.
         if let Some(file) = pids_file {
             let pid = child.id().to_string();

@@ -1,11 +1,11 @@
-//! One server process: starting it (its own process group, a tag in its environment, a
-//! parent-death signal), its `hello`, the two threads that read its stdout (frames, each
-//! checked against what the request waiting for it may take) and stderr (a bounded tail),
-//! one request and its reply within a timeout, and its burial.
+//! One server process: starting it contained (reaper.rs), its `hello`, the two threads that
+//! read its stdout (frames, each checked against what the request waiting for it may take)
+//! and stderr (a bounded tail), which end when its pipes close or it is buried, one request
+//! and its reply within a timeout, and its burial.
 
 use super::ProcessOptions;
 use super::hello::{Hello, parse_hello};
-use super::reaper::{end_server, new_tag, spawn_lasting};
+use super::reaper::{Contained, end_server, spawn_lasting};
 use crate::PROTOCOL_VERSION;
 use crate::bounds::bounded_json;
 use crate::frame::{Frame, FrameError, read_head, write_frame};
@@ -38,8 +38,11 @@ pub(super) struct Running {
     awaited: Arc<Mutex<Option<Vec<u64>>>>,
     stderr: Arc<Mutex<StderrTail>>,
     pub(super) generation: u64,
-    /// In the server's environment (`DMLCTS_SERVER_TAG`), inherited by what it starts.
-    tag: String,
+    /// What holds the server and all it starts.
+    contained: Contained,
+    /// Ends the two reader threads when the server is buried, even while another process
+    /// still holds its pipes.
+    stop: Stop,
 }
 
 /// Why an exchange failed: the text, and whether the child stalled (no reply, or the request
@@ -108,28 +111,29 @@ pub(super) fn spawn(
     if let Some(dir) = &options.working_dir {
         command.current_dir(dir);
     }
-    let tag = new_tag();
     command
-        .env(super::reaper::TAG_VARIABLE, &tag)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    {
-        // Its own process group, so that whatever it starts is killed with it.
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    #[cfg(target_os = "linux")]
-    super::parent_death::kill_with_harness(&mut command);
+    let mut contained = Contained::prepare(&mut command);
     let mut child = spawn_lasting(command)
         .map_err(|e| SpawnError::CannotStart(format!("cannot start `{}`: {e}", options.command)))?;
     let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
-    let mut stderr_pipe = child.stderr.take().expect("piped");
+    let stderr_pipe = child.stderr.take().expect("piped");
+    let stop = match Stop::new() {
+        Ok(stop) => stop,
+        Err(e) => {
+            end_server(&mut child, &mut contained);
+            return Err(SpawnError::CannotStart(format!(
+                "cannot start `{}`: {e}",
+                options.command
+            )));
+        }
+    };
     #[cfg(unix)]
     if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
-        end_server(&mut child, &tag);
+        end_server(&mut child, &mut contained);
         return Err(SpawnError::CannotStart(format!(
             "cannot make the pipe to `{}` non-blocking: {e}",
             options.command
@@ -138,9 +142,10 @@ pub(super) fn spawn(
     // The hello is awaited from the start: a server may answer it before the request is
     // written (or before `exchange` marks it awaited), and that is its reply, not a stray frame.
     let awaited = Arc::new(Mutex::new(Some(Vec::new())));
-    let frames = read_replies(stdout, Arc::clone(&awaited));
+    let frames = read_replies(stop.reader(stdout), Arc::clone(&awaited));
     let stderr = Arc::new(Mutex::new(StderrTail::default()));
     let tail = Arc::clone(&stderr);
+    let mut stderr_pipe = stop.reader(stderr_pipe);
     std::thread::spawn(move || {
         let mut buffer = vec![0u8; 64 << 10];
         loop {
@@ -163,7 +168,8 @@ pub(super) fn spawn(
         awaited,
         stderr,
         generation: generations.fetch_add(1, Ordering::SeqCst),
-        tag,
+        contained,
+        stop,
     };
     let hello = json!({"type": "hello", "protocol": PROTOCOL_VERSION});
     let reply = match exchange(&mut running, &hello, &[], &[], options.startup_timeout) {
@@ -429,7 +435,8 @@ pub(super) fn shut_down(mut running: Running, timeout: Duration) {
     if write_within(&mut running.stdin, &shutdown, &[], timeout).is_ok() {
         let _ = running.frames.recv_timeout(timeout);
     }
-    end_server(&mut running.child, &running.tag);
+    end_server(&mut running.child, &mut running.contained);
+    running.stop.stop();
 }
 
 /// Ends the child and whatever it started, and describes how the child ended, with its last
@@ -443,12 +450,13 @@ pub(super) fn bury(mut running: Running, what: &str) -> String {
         std::thread::sleep(Duration::from_millis(10));
         exited = has_exited(&mut running.child);
     }
-    let status = end_server(&mut running.child, &running.tag);
+    let status = end_server(&mut running.child, &mut running.contained);
     let ended = match (exited, status) {
         (true, Some(status)) => describe_exit(status),
         _ => "was killed by the harness".to_string(),
     };
     std::thread::sleep(Duration::from_millis(20)); // let the stderr reader catch up
+    running.stop.stop();
     let tail = running.stderr.lock().map(|t| t.lines()).unwrap_or_default();
     let mut message = format!("backend process: {what}; it {ended}");
     if tail.is_empty() {
@@ -479,5 +487,81 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         ),
         Some(code) => format!("exited with status {code}"),
         None => "exited".to_string(),
+    }
+}
+
+/// What ends a server's reader threads when it is buried (Linux: an eventfd each read polls
+/// beside its pipe). Elsewhere a pipe's reader ends when the pipe closes, which the job object
+/// (Windows) or process group (other Unix) sees to.
+struct Stop {
+    #[cfg(target_os = "linux")]
+    event: Arc<std::os::fd::OwnedFd>,
+}
+
+impl Stop {
+    fn new() -> io::Result<Stop> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::event::{EventfdFlags, eventfd};
+            let event = eventfd(0, EventfdFlags::CLOEXEC)?;
+            Ok(Stop {
+                event: Arc::new(event),
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        Ok(Stop {})
+    }
+
+    /// `pipe`, read until it closes or `stop` is called.
+    fn reader<R: Read + Send + 'static + StopPollable>(&self, pipe: R) -> StoppableReader<R> {
+        StoppableReader {
+            pipe,
+            #[cfg(target_os = "linux")]
+            event: Arc::clone(&self.event),
+        }
+    }
+
+    fn stop(&self) {
+        #[cfg(target_os = "linux")]
+        let _ = rustix::io::write(&*self.event, &1u64.to_ne_bytes());
+    }
+}
+
+/// A pipe whose descriptor can be polled (Linux).
+#[cfg(target_os = "linux")]
+trait StopPollable: std::os::fd::AsFd {}
+#[cfg(target_os = "linux")]
+impl<T: std::os::fd::AsFd> StopPollable for T {}
+#[cfg(not(target_os = "linux"))]
+trait StopPollable {}
+#[cfg(not(target_os = "linux"))]
+impl<T> StopPollable for T {}
+
+struct StoppableReader<R> {
+    pipe: R,
+    #[cfg(target_os = "linux")]
+    event: Arc<std::os::fd::OwnedFd>,
+}
+
+impl<R: Read + StopPollable> Read for StoppableReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        #[cfg(target_os = "linux")]
+        loop {
+            use rustix::event::{PollFd, PollFlags, poll};
+            let mut fds = [
+                PollFd::new(&self.pipe, PollFlags::IN),
+                PollFd::new(&*self.event, PollFlags::IN),
+            ];
+            match poll(&mut fds, None) {
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+                Ok(_) => {}
+            }
+            if !fds[1].revents().is_empty() {
+                return Err(io::Error::other("the server was buried"));
+            }
+            break;
+        }
+        self.pipe.read(buffer)
     }
 }

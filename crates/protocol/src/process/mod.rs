@@ -3,15 +3,18 @@
 //! reading or breaks the protocol fails the request with what happened and the last lines of
 //! its stderr (bounded in bytes), it and everything it started are killed and reaped
 //! (reaper.rs), and the next request starts a fresh child. A child whose `hello` is unusable
-//! fails every case with the reason instead of stopping the run; after
-//! `STALLS_BEFORE_GIVING_UP` hangs or failed starts in a row, so does every later request,
-//! at once. What a reply says is kept only up to `MAX_TEXT_BYTES` a text.
+//! fails every case with the reason instead of stopping the run. A run gives a server a
+//! budget of time lost (see `Link`): once it is spent, or after `FAILED_STARTS_BEFORE_GIVING_UP`
+//! failed starts in a row, every later request fails at once. What a reply says is kept only
+//! up to `MAX_TEXT_BYTES` a text.
 
 mod child;
 mod hello;
 #[cfg(target_os = "linux")]
 mod parent_death;
 mod reaper;
+
+pub use reaper::{Containment, containment};
 
 use crate::bounds::{MAX_TEXT_BYTES, bounded, bounded_json};
 use crate::descriptor::to_json;
@@ -25,7 +28,7 @@ use hello::Hello;
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use child::{STDERR_LINE_BYTES, STDERR_LINES};
 
@@ -33,9 +36,14 @@ pub use child::{STDERR_LINE_BYTES, STDERR_LINES};
 const NOTICE_TIMEOUT: Duration = Duration::from_millis(500);
 /// The longest timeout a `ProcessBackend` uses (7 days); longer ones are cut to it.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
-/// Hangs (no reply, or a request not read, within the timeout) and failed starts in a row
-/// after which every later request fails at once, without a process.
-pub const STALLS_BEFORE_GIVING_UP: u32 = 3;
+/// The time a run may lose to one server, in timeouts: hangs (no reply, or a request not
+/// read, within the timeout) may take `LOST_TIME_BUDGET` x the timeout (`--process-timeout`);
+/// restarts (every start after the first, its hello awaited) and requests that failed
+/// otherwise (a crash, a protocol violation) may take `LOST_TIME_BUDGET` x the start-up
+/// timeout. Once either is spent, every later request fails at once, without a process.
+pub const LOST_TIME_BUDGET: u32 = 3;
+/// Failed starts (no usable hello) in a row after which every later request fails at once.
+pub const FAILED_STARTS_BEFORE_GIVING_UP: u32 = 3;
 
 #[derive(Clone, Debug)]
 pub struct ProcessOptions {
@@ -73,26 +81,80 @@ pub struct ProcessBackend {
     next_id: AtomicU64,
 }
 
-/// The child now serving, and how the last requests went.
+/// The child now serving, and the time the run has lost to its server. So a run's time with a
+/// server is bounded: the time lost is at most `LOST_TIME_BUDGET` x (timeout + start-up
+/// timeout), plus the one request or start that crossed a budget; every other request is
+/// answered within its timeout.
 #[derive(Default)]
 struct Link {
     running: Option<Running>,
-    /// Hangs and failed starts since the last reply that ended a case.
-    stalls: u32,
-    /// Why every request now fails at once: the stalls in a row, the last one's text.
+    /// Time spent waiting on hangs.
+    hung: Duration,
+    /// Time spent on restarts and on requests that failed otherwise.
+    restarts: Duration,
+    /// Failed starts since the last start that gave a usable hello.
+    failed_starts: u32,
+    /// Why every request now fails at once: the budget spent, the last failure's text.
     given_up: Option<String>,
 }
 
+/// What was lost on a failed request or start.
+enum Lost {
+    Hang,
+    Restart,
+    FailedStart,
+}
+
 impl Link {
-    /// Counts a hang or failed start; the text for this request's failure.
-    fn stalled(&mut self, text: String) -> String {
-        self.stalls += 1;
-        if self.stalls < STALLS_BEFORE_GIVING_UP {
+    /// Counts `spent` against its budget; the text for this request's failure.
+    fn lost(
+        &mut self,
+        what: Lost,
+        spent: Duration,
+        text: String,
+        options: &ProcessOptions,
+    ) -> String {
+        let why = match what {
+            Lost::Hang => {
+                self.hung += spent;
+                let budget = options.timeout * LOST_TIME_BUDGET;
+                (self.hung >= budget).then(|| {
+                    format!(
+                        "its hangs took {:.1} s of the run, their budget ({LOST_TIME_BUDGET} x \
+                         the {:.1} s timeout)",
+                        self.hung.as_secs_f64(),
+                        options.timeout.as_secs_f64()
+                    )
+                })
+            }
+            Lost::Restart | Lost::FailedStart => {
+                self.restarts += spent;
+                if matches!(what, Lost::FailedStart) {
+                    self.failed_starts += 1;
+                }
+                let budget = options.startup_timeout * LOST_TIME_BUDGET;
+                if self.failed_starts >= FAILED_STARTS_BEFORE_GIVING_UP {
+                    Some(format!(
+                        "{FAILED_STARTS_BEFORE_GIVING_UP} failed starts in a row"
+                    ))
+                } else {
+                    (self.restarts >= budget).then(|| {
+                        format!(
+                            "its restarts and failed requests took {:.1} s of the run, their \
+                             budget ({LOST_TIME_BUDGET} x the {:.1} s start-up timeout)",
+                            self.restarts.as_secs_f64(),
+                            options.startup_timeout.as_secs_f64()
+                        )
+                    })
+                }
+            }
+        };
+        let Some(why) = why else {
             return text;
-        }
+        };
         let given_up = format!(
-            "backend process: given up after {STALLS_BEFORE_GIVING_UP} hangs or failed starts \
-             in a row; every later case fails at once without it. The last: {text}"
+            "backend process: given up: {why}; every later case fails at once without it. \
+             The last: {text}"
         );
         self.given_up = Some(given_up.clone());
         given_up
@@ -130,8 +192,8 @@ impl ProcessBackend {
     }
 
     /// Sends a request and waits for its reply, whose payloads must fit `reply_limits`. Any
-    /// failure kills the child; the next request starts a new one, unless the stalls in a
-    /// row have reached `STALLS_BEFORE_GIVING_UP`.
+    /// failure kills the child; the next request starts a new one, unless the run's budget of
+    /// lost time is spent (see `Link`).
     fn request(
         &self,
         header: &Value,
@@ -151,10 +213,25 @@ impl ProcessBackend {
         }
         let running = match link.running.take() {
             Some(running) => running,
-            None => match spawn(&self.options, &self.generations) {
-                Ok((running, _)) => running,
-                Err(e) => return Err(link.stalled(e.text())),
-            },
+            None => {
+                let started = Instant::now();
+                match spawn(&self.options, &self.generations) {
+                    Ok((running, _)) => {
+                        link.failed_starts = 0;
+                        link.restarts += started.elapsed();
+                        running
+                    }
+                    Err(e) => {
+                        let text = e.text();
+                        return Err(link.lost(
+                            Lost::FailedStart,
+                            started.elapsed(),
+                            text,
+                            &self.options,
+                        ));
+                    }
+                }
+            }
         };
         let running = link.running.insert(running);
         if let Some(expected) = generation
@@ -165,6 +242,7 @@ impl ProcessBackend {
             );
         }
         let this_generation = running.generation;
+        let asked = Instant::now();
         match exchange(
             running,
             header,
@@ -172,23 +250,18 @@ impl ProcessBackend {
             reply_limits,
             self.options.timeout,
         ) {
-            Ok(frame) => {
-                // A reply that ends a case ends a run of stalls; `accepted` leaves it to the
-                // execute that follows.
-                if frame.kind() != "accepted" {
-                    link.stalls = 0;
-                }
-                Ok((frame, this_generation))
-            }
+            Ok(frame) => Ok((frame, this_generation)),
             Err(failure) => {
+                // What the request itself took: the burial that follows is bounded apart.
+                let spent = asked.elapsed();
                 let running = link.running.take().expect("present");
                 let text = bury(running, &failure.text);
-                if failure.stalled {
-                    Err(link.stalled(text))
+                let what = if failure.stalled {
+                    Lost::Hang
                 } else {
-                    link.stalls = 0;
-                    Err(text)
-                }
+                    Lost::Restart
+                };
+                Err(link.lost(what, spent, text, &self.options))
             }
         }
     }

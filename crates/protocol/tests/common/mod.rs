@@ -92,3 +92,26 @@ pub fn left_behind(pids_file: &Path) -> Vec<String> {
     }
     found
 }
+
+/// This process's children that are zombies (exited, not reaped), as "pid (comm)".
+#[allow(dead_code)] // used by some of the test files that share this module
+pub fn zombie_children() -> Vec<String> {
+    let me = std::process::id().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc")
+        .expect("a process table")
+        .flatten()
+    {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.first() == Some(&"Z") && fields.get(1) == Some(&me.as_str()) {
+            found.push(format!("{head})"));
+        }
+    }
+    found
+}
