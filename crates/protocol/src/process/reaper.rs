@@ -11,19 +11,23 @@
 //!   process of a prefix shares, started by the first of them) is moved into the harness's
 //!   shared cgroup before the kill, so that ending one DirectML server does not end another's;
 //!   it exits by itself once its last client is gone.
-//! - **process group and tag** (other Unix systems, or Linux without a usable cgroup v2): the
+//! - **process group and tag** (other Unix systems, Linux without a usable cgroup v2, or
+//!   `DMLCTS_NO_CGROUP=1` in the harness's environment): the
 //!   server runs in its own process group, which is killed with it, and every process that
 //!   carries its tag (`DMLCTS_SERVER_TAG`, inherited through the environment) or descends from
 //!   it is killed too (found in /proc). A process that leaves the group and clears its
 //!   environment before the server ends escapes this sweep.
 //! - **job object** (Windows): see job.rs.
 //!
-//! Everywhere on Linux the harness is a child subreaper (`PR_SET_CHILD_SUBREAPER`): what a
-//! server starts and leaves is reparented to the harness, not to init, and reaped here as it
-//! exits (the thread that starts servers looks every `ADOPTED_SCAN` while a server runs).
-//! Only processes that were a server's are reaped this way (found by their cgroup, or seen
-//! carrying a server's tag), never another child of the harness, whose exit status belongs to
-//! whoever started it. The server gets SIGKILL when the harness dies (`PR_SET_PDEATHSIG`, see
+//! On Linux the harness is a child subreaper (`PR_SET_CHILD_SUBREAPER`): what a server starts
+//! and leaves is reparented to the harness, not to init (which in a container may never reap
+//! it), and reaped here as it exits (the thread that starts servers looks every
+//! `ADOPTED_SCAN` while a server runs, and for `SWEEP_TIME` after one ends). Only processes
+//! that were a server's are reaped this way, never another child of the harness, whose exit
+//! status belongs to whoever started it: with cgroups, those whose cgroup is one of this
+//! harness's; in the fallback, those seen alive carrying a server's tag or descending from it
+//! when a server ended (a zombie's environment cannot be read), so there an orphan that exits
+//! unseen stays a zombie until the harness exits. The server gets SIGKILL when the harness dies (`PR_SET_PDEATHSIG`, see
 //! parent_death.rs), tied to the thread that started it, so every server is started from one
 //! thread that lasts as long as the harness. Every wait here has a deadline: the server itself
 //! always gets SIGKILL, and one that the kernel does not let go within `SWEEP_TIME` is left to
@@ -36,6 +40,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
+/// Set to 1, servers are not put in cgroups: the process group and tag sweep holds them.
+pub(super) const NO_CGROUP_VARIABLE: &str = "DMLCTS_NO_CGROUP";
 /// The environment variable that tags a server and what it starts.
 pub(super) const TAG_VARIABLE: &str = "DMLCTS_SERVER_TAG";
 /// Longest wait for the processes of one server to be gone and reaped.
@@ -163,14 +169,14 @@ pub(super) fn spawn_lasting(command: Command) -> io::Result<Child> {
 }
 
 /// Makes this process the reaper of orphaned descendants (Linux), so that a server's
-/// grandchildren are reaped here instead of waiting on an init that may never reap them.
+/// grandchildren are reaped here, as they exit, instead of by an init that may never reap
+/// them.
 fn become_subreaper() {
     #[cfg(target_os = "linux")]
     {
         let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     }
 }
-
 /// Kills the server and everything it started, then reaps the server and those of its
 /// processes that were reparented here, each wait bounded. Returns the server's status, if it
 /// was reaped.
@@ -348,6 +354,10 @@ mod cgroup {
     pub(super) fn base() -> Option<&'static PathBuf> {
         static BASE: OnceLock<Option<PathBuf>> = OnceLock::new();
         BASE.get_or_init(|| {
+            // The fallback, on request (to see what it holds, or where cgroups misbehave).
+            if std::env::var_os(super::NO_CGROUP_VARIABLE).is_some_and(|v| v == "1") {
+                return None;
+            }
             let base = find_base()?;
             let probe = base.join(format!("dmlcts-{}-probe", std::process::id()));
             std::fs::create_dir(&probe).ok()?;
