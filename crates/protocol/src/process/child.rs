@@ -29,7 +29,7 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 pub(super) struct Running {
     pub(super) child: Child,
-    pub(super) stdin: ChildStdin,
+    pub(super) stdin: Input,
     /// Replies, each to the request that was waiting for one; then at most one error, after
     /// which the reader stops. Never more than two are queued.
     frames: Receiver<Result<Frame, String>>,
@@ -68,10 +68,13 @@ impl Failure {
     }
 }
 
+/// The command: on Unix through `sh -c`; on Windows the program itself, its arguments split by
+/// `split_command_line`, with no shell that a kill would leave its child behind.
 fn shell(command: &str) -> Command {
     if cfg!(windows) {
-        let mut c = Command::new("cmd");
-        c.arg("/C").arg(command);
+        let mut words = split_command_line(command).into_iter();
+        let mut c = Command::new(words.next().unwrap_or_default());
+        c.args(words);
         c
     } else {
         // A simple command replaces the shell, so the server is the harness's own child and
@@ -85,6 +88,38 @@ fn shell(command: &str) -> Command {
         });
         c
     }
+}
+
+/// A command line split into words the way `process:` commands are on Windows: spaces and tabs
+/// separate words; text between double quotes is kept whole, quotes removed; a backslash is
+/// itself (paths), except that `\"` is a double quote. So `"C:\Program Files\s.exe" --x "a b"`
+/// is three words. (The words are then quoted for the program by the standard library.)
+#[cfg_attr(not(windows), allow(dead_code))]
+pub(super) fn split_command_line(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quoted = false;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'"') => {
+                chars.next();
+                word.get_or_insert_with(String::new).push('"');
+            }
+            '"' => {
+                quoted = !quoted;
+                word.get_or_insert_with(String::new);
+            }
+            ' ' | '\t' if !quoted => {
+                if let Some(done) = word.take() {
+                    words.push(done);
+                }
+            }
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
 }
 
 /// Why no child could be made ready.
@@ -118,6 +153,13 @@ pub(super) fn spawn(
     let mut contained = Contained::prepare(&mut command);
     let mut child = spawn_lasting(command)
         .map_err(|e| SpawnError::CannotStart(format!("cannot start `{}`: {e}", options.command)))?;
+    if let Err(e) = contained.started(&child) {
+        end_server(&mut child, &mut contained);
+        return Err(SpawnError::CannotStart(format!(
+            "cannot contain `{}`: {e}",
+            options.command
+        )));
+    }
     let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr_pipe = child.stderr.take().expect("piped");
@@ -131,14 +173,16 @@ pub(super) fn spawn(
             )));
         }
     };
-    #[cfg(unix)]
-    if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
-        end_server(&mut child, &mut contained);
-        return Err(SpawnError::CannotStart(format!(
-            "cannot make the pipe to `{}` non-blocking: {e}",
-            options.command
-        )));
-    }
+    let stdin = match Input::new(stdin) {
+        Ok(stdin) => stdin,
+        Err(e) => {
+            end_server(&mut child, &mut contained);
+            return Err(SpawnError::CannotStart(format!(
+                "cannot make the pipe to `{}` non-blocking: {e}",
+                options.command
+            )));
+        }
+    };
     // The hello is awaited from the start: a server may answer it before the request is
     // written (or before `exchange` marks it awaited), and that is its reply, not a stray frame.
     let awaited = Arc::new(Mutex::new(Some(Vec::new())));
@@ -340,29 +384,101 @@ pub(super) fn notify(running: &mut Running, header: &Value, timeout: Duration) -
     write_within(&mut running.stdin, header, &[], timeout)
 }
 
+/// The pipe to the server's stdin. On Unix it is non-blocking, and a write polls it until its
+/// deadline; on Windows, where an anonymous pipe cannot be, a thread of its own writes each
+/// frame while the request waits until its deadline (the thread ends when the pipe breaks,
+/// which the job object's kill sees to, or when this is dropped and its write is done).
+pub(super) struct Input {
+    #[cfg(not(windows))]
+    stdin: ChildStdin,
+    #[cfg(windows)]
+    frames: std::sync::mpsc::SyncSender<Vec<u8>>,
+    #[cfg(windows)]
+    written: Receiver<io::Result<()>>,
+    /// A frame is still being written (Windows: its deadline passed).
+    #[cfg(windows)]
+    busy: bool,
+}
+
+impl Input {
+    fn new(stdin: ChildStdin) -> io::Result<Input> {
+        #[cfg(unix)]
+        rustix::io::ioctl_fionbio(&stdin, true)?;
+        #[cfg(not(windows))]
+        return Ok(Input { stdin });
+        #[cfg(windows)]
+        {
+            let (frames, to_write) = sync_channel::<Vec<u8>>(1);
+            let (done, written) = sync_channel(1);
+            let mut stdin = stdin;
+            std::thread::spawn(move || {
+                for frame in to_write {
+                    let result = stdin.write_all(&frame).and_then(|()| stdin.flush());
+                    if done.send(result).is_err() {
+                        return;
+                    }
+                }
+            });
+            Ok(Input {
+                frames,
+                written,
+                busy: false,
+            })
+        }
+    }
+}
+
 /// Writes one frame, giving up with `TimedOut` when the child has not taken it all within
-/// `timeout` (its stdin is non-blocking on Unix).
+/// `timeout`.
 fn write_within(
-    stdin: &mut ChildStdin,
+    input: &mut Input,
     header: &Value,
     payloads: &[&[u8]],
     timeout: Duration,
 ) -> io::Result<()> {
     let now = Instant::now();
-    let mut writer = DeadlineWriter {
-        stdin,
-        deadline: now.checked_add(timeout).unwrap_or(now + super::MAX_TIMEOUT),
-    };
-    write_frame(&mut writer, header, payloads)
+    let deadline = now.checked_add(timeout).unwrap_or(now + super::MAX_TIMEOUT);
+    #[cfg(not(windows))]
+    {
+        let mut writer = DeadlineWriter {
+            stdin: &mut input.stdin,
+            deadline,
+        };
+        write_frame(&mut writer, header, payloads)
+    }
+    #[cfg(windows)]
+    {
+        if input.busy {
+            // The last frame is not written yet: this one cannot be until it is.
+            match input.written.recv_timeout(timeout) {
+                Ok(_) => input.busy = false,
+                Err(_) => return Err(io::ErrorKind::TimedOut.into()),
+            }
+        }
+        let mut frame = Vec::new();
+        write_frame(&mut frame, header, payloads)?;
+        if input.frames.send(frame).is_err() {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match input.written.recv_timeout(left) {
+            Ok(result) => result,
+            Err(RecvTimeoutError::Timeout) => {
+                input.busy = true;
+                Err(io::ErrorKind::TimedOut.into())
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(io::ErrorKind::BrokenPipe.into()),
+        }
+    }
 }
 
+#[cfg(not(windows))]
 struct DeadlineWriter<'a> {
     stdin: &'a mut ChildStdin,
-    /// Used where the pipe can be non-blocking (Unix).
-    #[cfg_attr(not(unix), allow(dead_code))]
     deadline: Instant,
 }
 
+#[cfg(not(windows))]
 impl Write for DeadlineWriter<'_> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         loop {
@@ -379,6 +495,7 @@ impl Write for DeadlineWriter<'_> {
     }
 }
 
+#[cfg(not(windows))]
 impl DeadlineWriter<'_> {
     #[cfg(unix)]
     fn wait_writable(&self) -> io::Result<()> {
@@ -401,9 +518,10 @@ impl DeadlineWriter<'_> {
         }
     }
 
-    /// Elsewhere the pipe blocks and never says `WouldBlock`.
+    /// Neither Unix nor Windows: the pipe blocks and never says `WouldBlock`.
     #[cfg(not(unix))]
     fn wait_writable(&self) -> io::Result<()> {
+        let _ = self.deadline;
         Err(io::ErrorKind::TimedOut.into())
     }
 }
@@ -563,5 +681,23 @@ impl<R: Read + StopPollable> Read for StoppableReader<R> {
             break;
         }
         self.pipe.read(buffer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_command_line;
+
+    #[test]
+    fn a_windows_command_line_splits_at_unquoted_blanks_keeping_backslashes() {
+        let words = |line: &str| split_command_line(line);
+        assert_eq!(
+            words(r#""C:\Program Files\s.exe" --x "a b"  c\d"#),
+            ["C:\\Program Files\\s.exe", "--x", "a b", "c\\d"]
+        );
+        assert_eq!(words("python\tserver.py"), ["python", "server.py"]);
+        assert_eq!(words(r#"say \"hi\" """#), ["say", "\"hi\"", ""]);
+        assert_eq!(words(r#"a"b c"d"#), ["ab cd"]);
+        assert_eq!(words("  "), Vec::<String>::new());
     }
 }

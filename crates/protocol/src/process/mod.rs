@@ -10,6 +10,8 @@
 
 mod child;
 mod hello;
+#[cfg(windows)]
+mod job;
 #[cfg(target_os = "linux")]
 mod parent_death;
 mod reaper;
@@ -47,7 +49,8 @@ pub const FAILED_STARTS_BEFORE_GIVING_UP: u32 = 3;
 
 #[derive(Clone, Debug)]
 pub struct ProcessOptions {
-    /// Run with `sh -c` (`cmd /C` on Windows).
+    /// Run with `sh -c`; on Windows, the program and its arguments as `split_command_line`
+    /// splits them (no shell).
     pub command: String,
     /// The name reports and replay commands use (e.g. `process:<command>`).
     pub name: String,

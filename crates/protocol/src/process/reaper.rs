@@ -17,7 +17,10 @@
 //!   carries its tag (`DMLCTS_SERVER_TAG`, inherited through the environment) or descends from
 //!   it is killed too (found in /proc). A process that leaves the group and clears its
 //!   environment before the server ends escapes this sweep.
-//! - **job object** (Windows): see job.rs.
+//! - **job object** (Windows): each server is created suspended, put in a job object of its
+//!   own that kills its processes when its last handle closes, then resumed (job.rs); ending
+//!   the server terminates the job. A harness that dies closes its handles, and so ends its
+//!   servers' jobs.
 //!
 //! On Linux the harness is a child subreaper (`PR_SET_CHILD_SUBREAPER`): what a server starts
 //! and leaves is reparented to the harness, not to init (which in a container may never reap
@@ -41,11 +44,11 @@ use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
 use std::time::Duration;
 
 /// Set to 1, servers are not put in cgroups: the process group and tag sweep holds them.
+#[cfg(target_os = "linux")]
 pub(super) const NO_CGROUP_VARIABLE: &str = "DMLCTS_NO_CGROUP";
 /// The environment variable that tags a server and what it starts.
 pub(super) const TAG_VARIABLE: &str = "DMLCTS_SERVER_TAG";
 /// Longest wait for the processes of one server to be gone and reaped.
-#[cfg_attr(not(unix), allow(dead_code))]
 const SWEEP_TIME: Duration = Duration::from_secs(2);
 /// How often, while a server runs, the processes adopted from servers are looked for and
 /// reaped.
@@ -98,11 +101,14 @@ pub(super) fn new_tag() -> String {
     )
 }
 
-/// What holds one server: its tag, and its cgroup where there is one.
+/// What holds one server: its tag, its cgroup where there is one, its job object (Windows).
 pub(super) struct Contained {
+    #[cfg_attr(windows, allow(dead_code))]
     tag: String,
     #[cfg(target_os = "linux")]
     cgroup: Option<cgroup::Cgroup>,
+    #[cfg(windows)]
+    job: Option<super::job::Job>,
 }
 
 impl Contained {
@@ -123,8 +129,28 @@ impl Contained {
             super::parent_death::contain(command, cgroup.as_ref().map(cgroup::Cgroup::procs));
             Contained { tag, cgroup }
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(windows)]
+        {
+            // Created suspended, put in its job, then resumed (see `started`).
+            use std::os::windows::process::CommandExt;
+            let job = super::job::Job::new().ok();
+            if job.is_some() {
+                command.creation_flags(super::job::CREATE_SUSPENDED);
+            }
+            Contained { tag, job }
+        }
+        #[cfg(not(any(target_os = "linux", windows)))]
         Contained { tag }
+    }
+
+    /// Completes the containment of the started server (Windows: into its job, then resumed).
+    pub(super) fn started(&self, child: &Child) -> io::Result<()> {
+        #[cfg(windows)]
+        if let Some(job) = &self.job {
+            return job.adopt(child);
+        }
+        let _ = child;
+        Ok(())
     }
 }
 
@@ -228,9 +254,24 @@ pub(super) fn end_server(child: &mut Child, contained: &mut Contained) -> Option
     }
     #[cfg(not(unix))]
     {
+        use std::time::Instant;
+        #[cfg(windows)]
+        if let Some(job) = &contained.job {
+            job.kill();
+        }
+        #[cfg(not(windows))]
         let _ = contained;
         let _ = child.kill();
-        child.wait().ok()
+        let until = Instant::now() + SWEEP_TIME;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                _ => return None,
+            }
+        }
     }
 }
 
@@ -238,7 +279,9 @@ pub(super) fn end_server(child: &mut Child, contained: &mut Contained) -> Option
 /// reaped by whoever owns their `Child`; the others by `reap`, as they exit.
 mod adopted {
     use std::collections::HashSet;
-    use std::process::{Child, Command, ExitStatus};
+    #[cfg(unix)]
+    use std::process::ExitStatus;
+    use std::process::{Child, Command};
     use std::sync::Mutex;
     #[cfg(unix)]
     use std::time::{Duration, Instant};
@@ -252,6 +295,7 @@ mod adopted {
         strays: HashSet<i32>,
         /// When the last server ended: its processes may still be reparented here a moment
         /// later.
+        #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
         last_end: Option<std::time::Instant>,
     }
 
