@@ -11,10 +11,10 @@ use common::doc_cases;
 use dmlcts_harness::report::Summary;
 use dmlcts_harness::{RunOptions, run_case};
 use dmlcts_protocol::{ProcessBackend, ProcessOptions};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-fn directml_server(stack: &PathBuf, version: &str) -> ProcessBackend {
+fn directml_server(stack: &Path, version: &str) -> ProcessBackend {
     let command = format!(
         "{} {}",
         stack.join("run-server.sh").display(),
