@@ -639,3 +639,85 @@ fn alive(pid: u32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X")
     })
 }
+
+/// Set in the harness that the cgroup test kills: the pids file of its server.
+const CGROUP_VICTIM_PIDS: &str = "DMLCTS_CGROUP_VICTIM_PIDS";
+/// Set in the harness started after it: start one server, and end.
+const NEXT_HARNESS: &str = "DMLCTS_NEXT_HARNESS";
+
+#[test]
+fn what_the_server_of_a_harness_killed_by_sigkill_started_is_ended_by_the_next_harness() {
+    let name =
+        "what_the_server_of_a_harness_killed_by_sigkill_started_is_ended_by_the_next_harness";
+    let server = env!("CARGO_BIN_EXE_dmlcts-broken-server");
+    if let Some(pids_file) = std::env::var_os(CGROUP_VICTIM_PIDS) {
+        // `ignore-shutdown` starts a lingering copy of itself at once, in another group.
+        let command = format!(
+            "{server} ignore-shutdown {}",
+            Path::new(&pids_file).display()
+        );
+        let backend = ProcessBackend::start(ProcessOptions::new(&command)).expect("a server");
+        assert_eq!(backend.hello_error(), None);
+        println!("ready");
+        std::thread::sleep(Duration::from_secs(120));
+        return;
+    }
+    if std::env::var_os(NEXT_HARNESS).is_some() {
+        let backend = ProcessBackend::start(ProcessOptions::new(&format!("{server} none")))
+            .expect("a server");
+        assert_eq!(backend.hello_error(), None);
+        return;
+    }
+    if dmlcts_protocol::containment() != dmlcts_protocol::Containment::Cgroup {
+        eprintln!("skipped: no cgroup v2 here; the fallback cannot find what a dead harness left");
+        return;
+    }
+    let pids_file =
+        std::env::temp_dir().join(format!("dmlcts-cgroup-victim-{}.pids", std::process::id()));
+    let _ = std::fs::remove_file(&pids_file);
+    let exe = std::env::current_exe().expect("this test binary");
+    let mut harness = Command::new(&exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CGROUP_VICTIM_PIDS, &pids_file)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the harness starts");
+    let mut stdout = std::io::BufReader::new(harness.stdout.take().expect("piped"));
+    let mut line = String::new();
+    while !line.trim_end().ends_with("ready") {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut stdout, &mut line).expect("its output");
+        assert!(n > 0, "the harness ended before its server was ready");
+    }
+    let pids: Vec<u32> = std::fs::read_to_string(&pids_file)
+        .expect("the server recorded its pid")
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert_eq!(pids.len(), 2, "the server and its lingering copy");
+    harness.kill().expect("SIGKILL");
+    let _ = harness.wait();
+    // The server dies with its harness (its parent-death signal); its copy does not.
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(pids[0]) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pids[0]), "the server outlived its harness");
+    assert!(alive(pids[1]), "the copy ends only with its cgroup");
+    let next = Command::new(&exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(NEXT_HARNESS, "1")
+        .output()
+        .expect("the next harness runs");
+    assert!(next.status.success(), "{next:?}");
+    let until = Instant::now() + Duration::from_secs(10);
+    while alive(pids[1]) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = std::fs::remove_file(&pids_file);
+    assert!(
+        !alive(pids[1]),
+        "the copy {} outlived the next harness",
+        pids[1]
+    );
+}

@@ -455,8 +455,10 @@ mod cgroup {
         format!("dmlcts-{}-", std::process::id())
     }
 
-    /// Removes the empty cgroups of harnesses no longer running (one killed by SIGKILL removes
-    /// nothing); a populated one cannot be removed, and is left.
+    /// Ends what the servers of harnesses no longer running left (one killed by SIGKILL ends
+    /// only its servers themselves, by their parent-death signal, not what they started) and
+    /// removes their cgroups. A dead harness's shared cgroup (Wine servers, which a live
+    /// harness's server may use) is only removed once empty.
     fn remove_stale(base: &Path) {
         let Ok(entries) = std::fs::read_dir(base) else {
             return;
@@ -471,9 +473,18 @@ mod cgroup {
             else {
                 continue;
             };
-            if !Path::new(&format!("/proc/{harness}")).exists() {
-                let _ = std::fs::remove_dir(entry.path());
+            if Path::new(&format!("/proc/{harness}")).exists() {
+                continue;
             }
+            let dir = entry.path();
+            if !name.to_string_lossy().ends_with("-shared") {
+                let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+                let until = Instant::now() + super::SWEEP_TIME;
+                while populated(&dir) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            let _ = std::fs::remove_dir(&dir);
         }
     }
 
@@ -553,9 +564,7 @@ mod cgroup {
         }
 
         fn populated(&self) -> bool {
-            std::fs::read_to_string(self.dir.join("cgroup.events"))
-                .map(|events| events.lines().any(|l| l == "populated 1"))
-                .unwrap_or(false)
+            populated(&self.dir)
         }
 
         /// Removes the (empty) cgroup, trying until `until`; and the shared one, if empty.
@@ -571,6 +580,13 @@ mod cgroup {
                 let _ = std::fs::remove_dir(shared);
             }
         }
+    }
+
+    /// Whether the cgroup at `dir` has a process in it (or below it).
+    fn populated(dir: &Path) -> bool {
+        std::fs::read_to_string(dir.join("cgroup.events"))
+            .map(|events| events.lines().any(|l| l == "populated 1"))
+            .unwrap_or(false)
     }
 
     /// The cgroup of the processes servers share on purpose (made when first needed).
