@@ -530,6 +530,70 @@ fn an_escapee_holding_the_pipes_leaks_no_thread_or_descriptor() {
     assert_eq!(threads_and_descriptors(), before);
 }
 
+/// Seeds of the random hostile servers a test run tries.
+const RANDOM_SEEDS: u64 = 12;
+
+#[test]
+fn random_hostile_servers_all_end_within_the_bound_with_true_summaries_and_nothing_left() {
+    let name =
+        "random_hostile_servers_all_end_within_the_bound_with_true_summaries_and_nothing_left";
+    let Some(out) = in_limited_copy_within(name, CHILD_TIME) else {
+        return;
+    };
+    let timeout = Duration::from_millis(300);
+    // A first run starts the thread that starts servers, which lasts.
+    hostile_run("garbage", &doc_cases(), timeout, &out);
+    let before = threads_and_descriptors();
+    // Each of the two requests of a case waits at most the write and reply timeouts, a burial
+    // (0.2 s for the server to exit, 2 s for its processes) and a restart (its start-up
+    // timeout and, failing, another burial).
+    let per_request =
+        2 * timeout + Duration::from_millis(2200) + timeout + Duration::from_millis(2200);
+    for seed in 1..=RANDOM_SEEDS {
+        let cases = doc_cases();
+        let run = hostile_run(&format!("random {seed}"), &cases, timeout, &out);
+        let bound = per_request * 2 * cases.len() as u32;
+        assert!(
+            run.elapsed <= bound,
+            "seed {seed}: {:?}, over the bound {bound:?}",
+            run.elapsed
+        );
+        // A true summary: each case passed only where the oracle's answer came back (the
+        // server's correct replies are the oracle's), and the counts are the results'.
+        let summary = Summary::of(&run.results);
+        let passed = run
+            .results
+            .iter()
+            .filter(|r| r.status == Status::Passed)
+            .count();
+        assert!(
+            summary.line().starts_with(&format!("{passed} passed, ")),
+            "seed {seed}: {}",
+            summary.line()
+        );
+        for r in &run.results {
+            if r.status != Status::Passed {
+                assert!(
+                    !r.details.is_empty(),
+                    "seed {seed}: {} failed without a word",
+                    r.name
+                );
+            }
+        }
+        println!(
+            "seed {seed}: {} in {:.1} s",
+            summary.line(),
+            run.elapsed.as_secs_f64()
+        );
+        assert_no_zombie_children();
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while threads_and_descriptors() != before && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(threads_and_descriptors(), before);
+}
+
 /// An in-process backend whose every compile fails with 15 MiB of text.
 struct Verbose;
 

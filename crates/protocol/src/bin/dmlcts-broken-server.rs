@@ -44,7 +44,10 @@
 //!   even-numbered ones;
 //! - `escape-garbage`: on its first compile, starts a copy of itself with an empty environment
 //!   that leaves (`setsid`) and starts another that keeps the server's stdin, stdout and
-//!   stderr and sleeps (a double fork), then answers with bytes that are not a frame.
+//!   stderr and sleeps (a double fork), then answers with bytes that are not a frame;
+//! - `random SEED`: each request met by a behaviour drawn from SEED (timing, process tricks,
+//!   frame corruptions, exits, combined), see `serve_randomly`; the pids file, if any, follows
+//!   the seed.
 //!
 //! A second argument names a file to which every process it starts (itself included)
 //! appends its pid, so tests can check that none survives.
@@ -73,7 +76,9 @@ const HUGE_PAYLOAD_BYTES: u64 = 2 << 30;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let fault = args.first().cloned().unwrap_or_default();
-    let pids_file = args.get(1).cloned();
+    // `random SEED [PIDS_FILE]`: the seed comes first.
+    let seed = (fault == "random").then(|| args.get(1).and_then(|s| s.parse::<u64>().ok()));
+    let pids_file = args.get(if seed.is_some() { 2 } else { 1 }).cloned();
     let started_before = pids_file
         .as_deref()
         .is_some_and(|file| std::fs::read_to_string(file).is_ok_and(|t| !t.trim().is_empty()));
@@ -109,6 +114,10 @@ fn main() {
     }
     if fault == "holder" {
         sleep_forever();
+    }
+    if let Some(seed) = seed {
+        serve_randomly(seed.unwrap_or(0), pids_file.as_deref());
+        return;
     }
     eprintln!("broken server starting with fault `{fault}`");
     if fault == "slow-start" {
@@ -515,4 +524,120 @@ fn record_pid(file: &str) {
     {
         let _ = writeln!(f, "{}", std::process::id());
     }
+}
+
+/// `random SEED`'s dice: xorshift64*, seeded from SEED and the process's place among those the
+/// pids file lists (so each restart draws anew, and a run can be replayed from its seed).
+struct Dice(u64);
+
+impl Dice {
+    fn new(seed: u64, place: u64) -> Dice {
+        Dice((seed ^ 0x9e37_79b9_7f4a_7c15).wrapping_mul(place + 1) | 1)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// `random SEED`: serves the oracle, but each request, drawn from the seed: answers it
+/// correctly (about half the time), late (up to 800 ms), never, with bytes that are not a
+/// frame, with half a frame and an exit, with an `error`, with a reply for another id, or by
+/// exiting (status 3 or an abort); or first plays a process trick (leaves its process group,
+/// leaves a double-forked copy holding its pipes with its environment cleared, leaves setsid
+/// orphans, starts a setsid fork chain) and then answers. A `shutdown` is ignored half the time.
+fn serve_randomly(seed: u64, pids_file: Option<&str>) {
+    let place = pids_file
+        .and_then(|file| std::fs::read_to_string(file).ok())
+        .map_or(0, |pids| pids.lines().count() as u64);
+    let mut dice = Dice::new(seed, place);
+    let oracle = OracleBackend::default();
+    let mut server = Server::new(&oracle);
+    let mut stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    eprintln!("random server {seed}, process {place}");
+    while let Ok(Some(frame)) = read_frame(&mut stdin) {
+        if frame.kind() == "shutdown" && dice.below(2) == 0 {
+            eprintln!("ignoring shutdown");
+            continue;
+        }
+        let roll = dice.below(100);
+        if roll >= 87 {
+            let trick = dice.below(4);
+            eprintln!("process trick {trick}");
+            match trick {
+                0 => leave_group(pids_file),
+                1 => {
+                    if let Some(mut parent) = start_copy("holder-parent", pids_file, true, true) {
+                        let _ = parent.wait();
+                    }
+                }
+                2 => {
+                    for _ in 0..5 {
+                        if let Some(mut parent) =
+                            start_copy("orphan-parent", pids_file, false, false)
+                        {
+                            let _ = parent.wait();
+                        }
+                    }
+                }
+                _ => {
+                    let _ = start_copy("chain-link", pids_file, false, false);
+                }
+            }
+        }
+        let id = frame.id();
+        match roll {
+            55..63 => std::thread::sleep(Duration::from_millis(dice.below(800))),
+            63..68 => {
+                eprintln!("hanging");
+                sleep_forever();
+            }
+            68..72 => {
+                eprintln!("garbage");
+                let _ = stdout.write_all(b"\xff\xff\xff\x7fnot a frame");
+                let _ = stdout.flush();
+                continue;
+            }
+            72..75 => {
+                eprintln!("half a frame, then exiting");
+                let _ = stdout.write_all(&64u32.to_le_bytes());
+                let _ = stdout.write_all(br#"{"type":"acc"#);
+                let _ = stdout.flush();
+                std::process::exit(0);
+            }
+            75..79 => {
+                eprintln!("an error reply");
+                let reply = json!({"type": "error", "id": id, "message": "random error"});
+                let _ = write_reply(&mut stdout, &Frame::new(reply));
+                continue;
+            }
+            79..82 => {
+                eprintln!("a reply for another id");
+                let other = id.map_or(1000, |id| id + 1000);
+                let reply = json!({"type": "accepted", "id": other});
+                let _ = write_reply(&mut stdout, &Frame::new(reply));
+                continue;
+            }
+            82..85 => {
+                eprintln!("exiting");
+                std::process::exit(3);
+            }
+            85..87 => {
+                eprintln!("aborting");
+                std::process::abort();
+            }
+            _ => {}
+        }
+        let Some(reply) = server.handle(&frame) else {
+            continue;
+        };
+        if write_reply(&mut stdout, &reply).is_err() {
+            return;
+        }
+    }
+    sleep_forever();
 }

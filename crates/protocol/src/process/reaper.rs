@@ -568,7 +568,7 @@ mod cgroup {
         }
 
         /// Removes the (empty) cgroup, trying until `until`; and the shared one, if empty.
-        pub(super) fn remove(self, until: Instant) {
+        pub(super) fn remove(&self, until: Instant) {
             while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < until {
                 if !self.dir.exists() {
                     break;
@@ -587,6 +587,14 @@ mod cgroup {
         std::fs::read_to_string(dir.join("cgroup.events"))
             .map(|events| events.lines().any(|l| l == "populated 1"))
             .unwrap_or(false)
+    }
+
+    impl Drop for Cgroup {
+        /// One made for a server that never started (or one not removed in time) goes now
+        /// if it is empty; else a later harness removes it (see `remove_stale`).
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
 
     /// The cgroup of the processes servers share on purpose (made when first needed).

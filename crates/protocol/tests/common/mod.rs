@@ -26,8 +26,11 @@ pub struct Run {
 
 /// Runs `cases` on `dmlcts-broken-server FAULT PIDS_FILE`, then checks the process table.
 pub fn run_recording_pids(fault: &str, cases: &[Case], timeout: Duration) -> Run {
-    let pids_file =
-        std::env::temp_dir().join(format!("dmlcts-broken-{fault}-{}.pids", std::process::id()));
+    let pids_file = std::env::temp_dir().join(format!(
+        "dmlcts-broken-{}-{}.pids",
+        fault.replace(' ', "-"),
+        std::process::id()
+    ));
     let _ = std::fs::remove_file(&pids_file);
     let command = format!(
         "{} {fault} {}",
