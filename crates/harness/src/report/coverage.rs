@@ -1,0 +1,415 @@
+//! What a run covered: each assertion of the pages (a rule id of specs/, or an execution
+//! property of specs/execution-properties.yaml) with what became of the cases that check it
+//! (`corpus::assertions` derives them from each case's descriptor), and the data types,
+//! ranks, operators and levels that ran. The session records every case's own result here
+//! as its step finishes; the summary line, the JSON and JUnit reports and the matrix state
+//! it; `--require-coverage` is checked against it (`missed`).
+
+use crate::corpus::Case;
+use crate::corpus::assertions::{assertions, rank};
+use crate::run::Status;
+use dmlcts_oracle::spec;
+use dmlcts_tensor::{DataType, FeatureLevel, OperatorKind};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// How far a case got, for the statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// The backend ran it (whatever the verdict).
+    Ran,
+    /// The backend could not run it: a type it does not claim, `unsupported`, too large.
+    Unsupported,
+    /// Outside the levels the run offers (or the backend is unavailable): the run's choice.
+    OutsideLevels,
+}
+
+/// What became of one assertion in a run, the first that applies in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum State {
+    /// A case that checks it failed.
+    Failed,
+    /// A case that checks it ran and passed.
+    Checked,
+    /// Its cases failed as the expectations file says: checked, known to differ.
+    KnownToDiffer,
+    /// Its must-reject cases were accepted under the backend's validation profile.
+    NotJudged,
+    /// Every case that checks it was skipped by the backend (unsupported, a type not claimed).
+    Unsupported,
+    /// Every case that checks it lies outside the levels the run offers.
+    OutsideLevels,
+    /// No case of this run checks it (none selected).
+    NotRun,
+}
+
+impl State {
+    /// The word the reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Failed => "failed",
+            State::Checked => "checked",
+            State::KnownToDiffer => "known to differ",
+            State::NotJudged => "not judged",
+            State::Unsupported => "unsupported",
+            State::OutsideLevels => "outside the levels offered",
+            State::NotRun => "not in this run",
+        }
+    }
+
+    /// Whether it meets a `--require-coverage` floor: checked, or checked and known to differ.
+    pub fn meets_floor(self) -> bool {
+        matches!(self, State::Checked | State::KnownToDiffer)
+    }
+}
+
+/// The cases of one assertion, by what became of them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: usize,
+    pub failed: usize,
+    pub expected_failures: usize,
+    pub informational: usize,
+    pub unsupported: usize,
+    pub outside_levels: usize,
+}
+
+impl Tally {
+    pub fn state(&self) -> State {
+        if self.failed > 0 {
+            State::Failed
+        } else if self.passed > 0 {
+            State::Checked
+        } else if self.expected_failures > 0 {
+            State::KnownToDiffer
+        } else if self.informational > 0 {
+            State::NotJudged
+        } else if self.unsupported > 0 {
+            State::Unsupported
+        } else if self.outside_levels > 0 {
+            State::OutsideLevels
+        } else {
+            State::NotRun
+        }
+    }
+}
+
+/// One assertion of the pages: its id, whether it is a rule, the operators it applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assertion {
+    pub id: String,
+    pub rule: bool,
+    pub operators: Vec<OperatorKind>,
+    /// For a data type's bit patterns, the type.
+    pub data_type: Option<DataType>,
+}
+
+/// Every assertion: the rules of specs/ in their files' order, then the execution properties.
+pub fn all_assertions() -> Vec<Assertion> {
+    let rules = spec::all_constraints().into_iter().map(|c| Assertion {
+        id: c.id.clone(),
+        rule: true,
+        operators: spec::rule_operators(&c.id),
+        data_type: None,
+    });
+    let properties = spec::execution_properties().iter().map(|p| Assertion {
+        id: p.id.clone(),
+        rule: false,
+        operators: (OperatorKind::ALL.into_iter())
+            .filter(|&k| p.applies_to(k))
+            .collect(),
+        data_type: p.data_type(),
+    });
+    rules.chain(properties).collect()
+}
+
+/// A run's coverage statement, filled as its cases finish.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Every assertion's tally, by id (all of them, those no case reached too).
+    pub tallies: BTreeMap<String, Tally>,
+    /// Per operator: how many of its cases passed (or failed as expected).
+    pub operators_checked: BTreeMap<OperatorKind, usize>,
+    /// The operators of the cases selected.
+    pub operators_run: BTreeSet<OperatorKind>,
+    /// The ranks of the cases that passed (or failed as expected).
+    pub ranks_checked: BTreeSet<usize>,
+    /// The levels cases ran at.
+    pub levels_run: BTreeSet<FeatureLevel>,
+    /// The validation profile, for the words on what it did not judge.
+    pub profile: String,
+}
+
+impl Coverage {
+    pub fn new(profile: &str) -> Coverage {
+        Coverage {
+            tallies: (all_assertions().into_iter())
+                .map(|a| (a.id, Tally::default()))
+                .collect(),
+            profile: profile.to_string(),
+            ..Coverage::default()
+        }
+    }
+
+    /// One case's own result (the expectations file's word applied), and how far it got.
+    pub fn record(
+        &mut self,
+        case: &Case,
+        status: Status,
+        reach: Reach,
+        run_level: Option<FeatureLevel>,
+    ) {
+        let kind = case.op.kind();
+        self.operators_run.insert(kind);
+        let checked = matches!(status, Status::Passed | Status::ExpectedFailure);
+        if reach == Reach::Ran {
+            self.levels_run.extend(run_level);
+        }
+        if checked && reach == Reach::Ran {
+            *self.operators_checked.entry(kind).or_default() += 1;
+            self.ranks_checked.insert(rank(case));
+        }
+        for id in assertions(case) {
+            let tally = self.tallies.entry(id).or_default();
+            match (reach, status) {
+                (Reach::OutsideLevels, _) => tally.outside_levels += 1,
+                (_, Status::Skipped) | (Reach::Unsupported, _) => tally.unsupported += 1,
+                (_, Status::Passed) => tally.passed += 1,
+                (_, Status::Failed) => tally.failed += 1,
+                (_, Status::ExpectedFailure) => tally.expected_failures += 1,
+                (_, Status::Informational) => tally.informational += 1,
+            }
+        }
+    }
+
+    pub fn state(&self, id: &str) -> State {
+        self.tallies.get(id).map_or(State::NotRun, Tally::state)
+    }
+
+    /// The one line of the human summary: what was checked, then what was not and why.
+    pub fn line(&self) -> String {
+        let assertions = all_assertions();
+        let (rules, properties): (Vec<_>, Vec<_>) = assertions.iter().partition(|a| a.rule);
+        let checked = |list: &[&Assertion]| {
+            (list.iter())
+                .filter(|a| self.state(&a.id) == State::Checked)
+                .count()
+        };
+        let types: Vec<&Assertion> = properties
+            .iter()
+            .copied()
+            .filter(|a| a.data_type.is_some())
+            .collect();
+        let mut line = format!(
+            "checked: {} of {} rules, {} of {} execution properties, {} of {} data types",
+            checked(&rules),
+            rules.len(),
+            checked(&properties),
+            properties.len(),
+            checked(&types),
+            types.len(),
+        );
+        if !self.ranks_checked.is_empty() {
+            let _ = write!(line, " at ranks {}", ranges(&self.ranks_checked));
+        }
+        if !self.levels_run.is_empty() {
+            let levels: Vec<String> = self.levels_run.iter().map(|l| l.to_string()).collect();
+            let _ = write!(line, ", at level {}", levels.join(", "));
+        }
+        let mut not = Vec::new();
+        for kind in &self.operators_run {
+            if !self.operators_checked.contains_key(kind) {
+                not.push(format!("nothing of {kind}"));
+            }
+        }
+        for state in [
+            State::Failed,
+            State::KnownToDiffer,
+            State::NotJudged,
+            State::Unsupported,
+            State::OutsideLevels,
+        ] {
+            let of = |list: &[&Assertion]| -> Vec<String> {
+                (list.iter())
+                    .filter(|a| self.state(&a.id) == state)
+                    .map(|a| a.id.clone())
+                    .collect()
+            };
+            let why = match state {
+                State::NotJudged => format!("not judged, {} profile", self.profile),
+                other => other.name().to_string(),
+            };
+            let rules = of(&rules);
+            if !rules.is_empty() {
+                not.push(format!("{} ({why})", count(rules.len(), "rule", "rules")));
+            }
+            let types: Vec<String> = (of(&types).iter())
+                .map(|id| id.trim_start_matches("bits.").to_string())
+                .collect();
+            if !types.is_empty() {
+                not.push(format!("{} ({why})", types.join("/")));
+            }
+            let others: Vec<&Assertion> = properties
+                .iter()
+                .copied()
+                .filter(|a| a.data_type.is_none())
+                .collect();
+            let others = of(&others);
+            if !others.is_empty() {
+                not.push(format!("{} ({why})", others.join(", ")));
+            }
+        }
+        if !not.is_empty() {
+            let _ = write!(line, "; not checked: {}", not.join(", "));
+        }
+        line
+    }
+
+    /// The assertions of `wanted` (ids, `all`, or a prefix ending in `*`) this run did not
+    /// check, each with its state: empty when the floor is met.
+    pub fn missed(&self, wanted: &[String]) -> Vec<(String, State)> {
+        select(wanted)
+            .into_iter()
+            .map(|id| {
+                let state = self.state(&id);
+                (id, state)
+            })
+            .filter(|(_, state)| !state.meets_floor())
+            .collect()
+    }
+
+    /// The JSON report's `coverage` object.
+    pub fn json(&self) -> serde_json::Value {
+        let assertions: Vec<serde_json::Value> = all_assertions()
+            .iter()
+            .map(|a| {
+                let t = self.tallies.get(&a.id).cloned().unwrap_or_default();
+                serde_json::json!({
+                    "id": a.id,
+                    "kind": if a.rule { "rule" } else { "execution" },
+                    "operators": a.operators.iter().map(|k| k.name()).collect::<Vec<_>>(),
+                    "state": t.state().name(),
+                    "passed": t.passed,
+                    "failed": t.failed,
+                    "expected_failures": t.expected_failures,
+                    "informational": t.informational,
+                    "unsupported": t.unsupported,
+                    "outside_levels": t.outside_levels,
+                })
+            })
+            .collect();
+        let checked_types: Vec<&str> = (DataType::ALL.iter())
+            .filter(|&&dt| self.state(crate::corpus::assertions::bits_id(dt)) == State::Checked)
+            .map(|dt| dt.name())
+            .collect();
+        serde_json::json!({
+            "line": self.line(),
+            "profile": self.profile,
+            "data_types_checked": checked_types,
+            "ranks_checked": self.ranks_checked,
+            "operators_run": self.operators_run.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            "operators_checked": self.operators_checked.keys().map(|k| k.name()).collect::<Vec<_>>(),
+            "levels_run": self.levels_run.iter().map(|l| l.to_string()).collect::<Vec<_>>(),
+            "assertions": assertions,
+        })
+    }
+
+    /// The JUnit report's properties: the line, then one per assertion (`coverage.ID`: its
+    /// state).
+    pub fn junit_properties(&self) -> Vec<(String, String)> {
+        let mut properties = vec![("coverage".to_string(), self.line())];
+        for a in all_assertions() {
+            let state = self.state(&a.id);
+            properties.push((format!("coverage.{}", a.id), state.name().to_string()));
+        }
+        properties
+    }
+}
+
+/// The assertion ids `wanted` names: each id, `all`, or a prefix ending in `*` (`bits.*`).
+pub fn select(wanted: &[String]) -> Vec<String> {
+    let all = all_assertions();
+    let mut ids = Vec::new();
+    for w in wanted {
+        for a in &all {
+            let hit = match w.strip_suffix('*') {
+                _ if w == "all" => true,
+                Some(prefix) => a.id.starts_with(prefix),
+                None => a.id == *w,
+            };
+            if hit && !ids.contains(&a.id) {
+                ids.push(a.id.clone());
+            }
+        }
+    }
+    ids
+}
+
+/// The words of `wanted` that name no assertion (`all`, an id, or a prefix with `*`).
+pub fn unknown(wanted: &[String]) -> Vec<String> {
+    (wanted.iter())
+        .filter(|w| select(std::slice::from_ref(w)).is_empty())
+        .cloned()
+        .collect()
+}
+
+/// `1-5`, `4, 6-8`.
+fn ranges(values: &BTreeSet<usize>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut iter = values.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end = iter.next().unwrap_or(end);
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    out.join(", ")
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_join_neighbours() {
+        let set: BTreeSet<usize> = [1, 2, 3, 5, 7, 8].into_iter().collect();
+        assert_eq!(ranges(&set), "1-3, 5, 7-8");
+    }
+
+    #[test]
+    fn a_failure_outranks_a_pass_and_a_pass_outranks_every_skip() {
+        let mut t = Tally {
+            unsupported: 3,
+            outside_levels: 2,
+            informational: 1,
+            ..Tally::default()
+        };
+        assert_eq!(t.state(), State::NotJudged);
+        t.passed = 1;
+        assert_eq!(t.state(), State::Checked);
+        t.failed = 1;
+        assert_eq!(t.state(), State::Failed);
+    }
+
+    #[test]
+    fn selections_take_ids_prefixes_and_all_and_name_the_unknown() {
+        assert_eq!(
+            select(&["bits.FLOAT*".to_string(), "split.copy".to_string()]),
+            ["bits.FLOAT64", "bits.FLOAT32", "bits.FLOAT16", "split.copy"]
+        );
+        assert_eq!(select(&["all".to_string()]).len(), all_assertions().len());
+        assert_eq!(
+            unknown(&["split.copy".to_string(), "split.nope".to_string()]),
+            ["split.nope"]
+        );
+    }
+}
