@@ -111,6 +111,9 @@ impl Terminal {
             count(report.cases, "case ran", "cases ran"),
             report.info.cases_time.as_secs_f64()
         );
+        if let Some(coverage) = &report.info.coverage {
+            crate::say!("{}", Line(&coverage.line()));
+        }
         print_failed_list(results);
         crate::say!("{}", summary_line(summary));
     }

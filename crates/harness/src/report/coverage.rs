@@ -13,6 +13,10 @@ use dmlcts_tensor::{DataType, FeatureLevel, OperatorKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+/// The most assertions of one kind and state the summary line names; beyond, it counts them
+/// (the JSON report names every one).
+const MAX_NAMED: usize = 5;
+
 /// How far a case got, for the statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {
@@ -132,7 +136,7 @@ pub struct Coverage {
     pub operators_checked: BTreeMap<OperatorKind, usize>,
     /// The operators of the cases selected.
     pub operators_run: BTreeSet<OperatorKind>,
-    /// The ranks of the cases that passed (or failed as expected).
+    /// The ranks of the valid cases that executed and passed (or failed as expected).
     pub ranks_checked: BTreeSet<usize>,
     /// The levels cases ran at.
     pub levels_run: BTreeSet<FeatureLevel>,
@@ -167,7 +171,9 @@ impl Coverage {
         }
         if checked && reach == Reach::Ran {
             *self.operators_checked.entry(kind).or_default() += 1;
-            self.ranks_checked.insert(rank(case));
+            if case.expect == crate::corpus::Expectation::Accept {
+                self.ranks_checked.insert(rank(case));
+            }
         }
         for id in assertions(case) {
             let tally = self.tallies.entry(id).or_default();
@@ -214,11 +220,12 @@ impl Coverage {
         }
         if !self.levels_run.is_empty() {
             let levels: Vec<String> = self.levels_run.iter().map(|l| l.to_string()).collect();
-            let _ = write!(line, ", at level {}", levels.join(", "));
+            let word = if levels.len() == 1 { "level" } else { "levels" };
+            let _ = write!(line, ", at {word} {}", levels.join(", "));
         }
         let mut not = Vec::new();
-        for kind in &self.operators_run {
-            if !self.operators_checked.contains_key(kind) {
+        for kind in OperatorKind::ALL {
+            if !self.operators_checked.contains_key(&kind) {
                 not.push(format!("nothing of {kind}"));
             }
         }
@@ -240,7 +247,9 @@ impl Coverage {
                 other => other.name().to_string(),
             };
             let rules = of(&rules);
-            if !rules.is_empty() {
+            if !rules.is_empty() && rules.len() <= MAX_NAMED {
+                not.push(format!("{} ({why})", rules.join(", ")));
+            } else if !rules.is_empty() {
                 not.push(format!("{} ({why})", count(rules.len(), "rule", "rules")));
             }
             let types: Vec<String> = (of(&types).iter())
@@ -255,7 +264,12 @@ impl Coverage {
                 .filter(|a| a.data_type.is_none())
                 .collect();
             let others = of(&others);
-            if !others.is_empty() {
+            if others.len() > MAX_NAMED {
+                not.push(format!(
+                    "{} ({why})",
+                    count(others.len(), "execution property", "execution properties")
+                ));
+            } else if !others.is_empty() {
                 not.push(format!("{} ({why})", others.join(", ")));
             }
         }
