@@ -483,6 +483,7 @@ impl Reporter for ColumnReporter<'_> {
                 column.profile = info.validation_profile.clone();
                 column.startup = info.startup;
                 column.cases_time = info.cases_time;
+                column.coverage = info.coverage.clone();
                 print_failures(self.name, &report.results, &column.problems);
                 self.matrix.add_column(column, &report.results);
                 let totals = self.matrix.totals(self.matrix.columns.len() - 1);
@@ -493,6 +494,9 @@ impl Reporter for ColumnReporter<'_> {
                     info.startup.as_secs_f64(),
                     info.cases_time.as_secs_f64()
                 );
+                if let Some(coverage) = &info.coverage {
+                    crate::say!("{}: {}", Line(self.name), Line(&coverage.line()));
+                }
             }
             Event::LoadError(_) | Event::CaseFinished { .. } => {}
         }

@@ -213,3 +213,55 @@ fn require_coverage_fails_a_run_that_skipped_what_it_names_and_passes_one_that_c
         2
     );
 }
+
+#[derive(Parser)]
+struct MatrixWords {
+    #[command(flatten)]
+    args: dmlcts_cli::MatrixArgs,
+}
+
+#[test]
+fn the_matrix_shows_what_each_backend_checked_side_by_side() {
+    let wanted: Vec<dmlcts_cli::Wanted> = ["cpu", "no-float16"]
+        .into_iter()
+        .map(|name| dmlcts_cli::Wanted {
+            name: name.to_string(),
+            named: true,
+            unavailable: None,
+        })
+        .collect();
+    let args = MatrixWords::try_parse_from(["matrix"]).unwrap().args;
+    let (matrix, _) = dmlcts_cli::matrix_with(
+        &args,
+        "dmlcts matrix (test)",
+        "dmlcts",
+        &|request| match request.name.as_str() {
+            "no-float16" => Ok(no_float16()),
+            _ => Ok(cpu()),
+        },
+        &wanted,
+        dmlcts_harness::Corpus::embedded(),
+        None,
+    )
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&matrix.to_json()).unwrap();
+    assert_eq!(
+        json["columns"][0]["coverage"]["line"],
+        "checked: 32 of 32 rules, 23 of 23 execution properties, 11 of 11 data types at ranks \
+         1-8, at levels 1_0, 2_0, 2_1, 3_0, 4_1"
+    );
+    assert_eq!(
+        json["columns"][1]["coverage"]["line"],
+        "checked: 32 of 32 rules, 22 of 23 execution properties, 10 of 11 data types at ranks \
+         1-8, at levels 1_0, 2_0, 2_1, 3_0, 4_1; not checked: FLOAT16 (unsupported)"
+    );
+    let html = matrix.to_html();
+    for row in [
+        "<tr><td><code>bits.FLOAT16</code></td><td class=\"passed\">checked</td>\
+         <td class=\"skipped\">unsupported</td></tr>",
+        "<tr><td><code>slice1.negative_stride</code></td><td class=\"passed\">checked</td>\
+         <td class=\"passed\">checked</td></tr>",
+    ] {
+        assert!(html.contains(row), "{row}");
+    }
+}
