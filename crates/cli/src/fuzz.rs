@@ -204,6 +204,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
     print_skip_reasons(&outcome);
     print_buckets(&outcome);
     crate::say!("\nfuzz: {}", outcome.summary_line());
+    crate::say!("fuzz: {}", text::line(&outcome.coverage.line()));
     if let Some(out) = &options.out_dir {
         let saved = (outcome.buckets.iter())
             .filter(|b| b.saved.is_some())
@@ -534,6 +535,9 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
         "fuzz merge: {}",
         text::line(merged["summary"].as_str().unwrap_or(""))
     );
+    if let Some(line) = merged["coverage"]["line"].as_str() {
+        crate::say!("fuzz merge: {}", text::line(line));
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
         let written = if crate::closing::is_stdout(path) {

@@ -26,6 +26,7 @@ use crate::check::{Checked, checked};
 use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
+use dmlcts_harness::report::coverage::Coverage;
 use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
@@ -54,6 +55,8 @@ struct Campaign<'a> {
     per_level: Vec<AtomicU64>,
     /// Descriptors the backend could not run, by reason.
     skipped: Mutex<SkipReasons>,
+    /// What the jobs' sessions covered, merged as each job ends.
+    coverage: Mutex<Coverage>,
     started: Instant,
 }
 
@@ -106,6 +109,7 @@ impl Campaign<'_> {
                 Ok(Checked::Passed) => {}
             }
         }
+        (self.coverage.lock().unwrap_or_else(|e| e.into_inner())).merge(&session.coverage());
     }
 
     fn next_index(&self) -> Option<u64> {
@@ -228,6 +232,7 @@ pub fn run_campaign_announcing(
         per_level: levels.iter().map(|_| AtomicU64::new(0)).collect(),
         levels,
         skipped: Mutex::new(SkipReasons::default()),
+        coverage: Mutex::new(Coverage::default()),
         started: Instant::now(),
     };
     let running = AtomicUsize::new(jobs.len());
@@ -282,7 +287,9 @@ pub fn run_campaign_announcing(
         .zip(campaign.per_level.iter().map(|n| n.load(Ordering::Relaxed)))
         .collect();
     let skipped = (campaign.skipped.into_inner()).unwrap_or_else(|e| e.into_inner());
+    let coverage = (campaign.coverage.into_inner()).unwrap_or_else(|e| e.into_inner());
     CampaignOutcome {
+        coverage,
         skipped: skipped.total,
         skip_reasons: skipped.by_count(),
         cases_run: campaign.cases_run.load(Ordering::Relaxed),

@@ -79,6 +79,15 @@ pub struct Tally {
 }
 
 impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.passed = self.passed.saturating_add(other.passed);
+        self.failed = self.failed.saturating_add(other.failed);
+        self.expected_failures = (self.expected_failures).saturating_add(other.expected_failures);
+        self.informational = self.informational.saturating_add(other.informational);
+        self.unsupported = self.unsupported.saturating_add(other.unsupported);
+        self.outside_levels = self.outside_levels.saturating_add(other.outside_levels);
+    }
+
     pub fn state(&self) -> State {
         if self.failed > 0 {
             State::Failed
@@ -188,6 +197,79 @@ impl Coverage {
         }
     }
 
+    /// Adds what another run (another job, another shard) covered.
+    pub fn merge(&mut self, other: &Coverage) {
+        for (id, tally) in &other.tallies {
+            self.tallies.entry(id.clone()).or_default().add(tally);
+        }
+        for (kind, n) in &other.operators_checked {
+            let mine = self.operators_checked.entry(*kind).or_default();
+            *mine = mine.saturating_add(*n);
+        }
+        self.operators_run
+            .extend(other.operators_run.iter().copied());
+        self.ranks_checked
+            .extend(other.ranks_checked.iter().copied());
+        self.levels_run.extend(other.levels_run.iter().copied());
+        if self.profile.is_empty() {
+            self.profile = other.profile.clone();
+        }
+    }
+
+    /// A coverage read back from its JSON (`json`), as a shard report holds it: only known
+    /// assertions, operators and levels are kept, ranks up to 64, counts as given; None when
+    /// it is not such an object. The profile is cut to 200 characters.
+    pub fn from_json(value: &serde_json::Value) -> Option<Coverage> {
+        let object = value.as_object()?;
+        let profile = object.get("profile")?.as_str()?;
+        let mut coverage = Coverage::new(&profile.chars().take(200).collect::<String>());
+        for entry in object.get("assertions")?.as_array()? {
+            let id = entry.get("id").and_then(|v| v.as_str()).unwrap_or_default();
+            let Some(tally) = coverage.tallies.get_mut(id) else {
+                continue;
+            };
+            let n = |field: &str| {
+                let n = entry.get(field).and_then(serde_json::Value::as_u64);
+                usize::try_from(n.unwrap_or(0)).unwrap_or(usize::MAX)
+            };
+            tally.passed = n("passed");
+            tally.failed = n("failed");
+            tally.expected_failures = n("expected_failures");
+            tally.informational = n("informational");
+            tally.unsupported = n("unsupported");
+            tally.outside_levels = n("outside_levels");
+        }
+        let words = |field: &str| -> Vec<String> {
+            (object
+                .get(field)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten())
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect()
+        };
+        let operators = |field: &str| -> Vec<OperatorKind> {
+            (words(field).iter())
+                .filter_map(|w| OperatorKind::from_name(w))
+                .collect()
+        };
+        coverage.operators_run = operators("operators_run").into_iter().collect();
+        coverage.operators_checked = (operators("operators_checked").into_iter())
+            .map(|k| (k, 1))
+            .collect();
+        coverage.levels_run = (words("levels_run").iter())
+            .filter_map(|w| FeatureLevel::parse(w))
+            .collect();
+        coverage.ranks_checked = (object.get("ranks_checked").and_then(|v| v.as_array()))
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_u64)
+            .filter(|&r| r <= 64)
+            .map(|r| r as usize)
+            .collect();
+        Some(coverage)
+    }
+
     pub fn state(&self, id: &str) -> State {
         self.tallies.get(id).map_or(State::NotRun, Tally::state)
     }
@@ -219,9 +301,12 @@ impl Coverage {
             let _ = write!(line, " at ranks {}", ranges(&self.ranks_checked));
         }
         if !self.levels_run.is_empty() {
-            let levels: Vec<String> = self.levels_run.iter().map(|l| l.to_string()).collect();
-            let word = if levels.len() == 1 { "level" } else { "levels" };
-            let _ = write!(line, ", at {word} {}", levels.join(", "));
+            let word = if self.levels_run.len() == 1 {
+                "level"
+            } else {
+                "levels"
+            };
+            let _ = write!(line, ", at {word} {}", level_ranges(&self.levels_run));
         }
         let mut not = Vec::new();
         for kind in OperatorKind::ALL {
@@ -235,6 +320,7 @@ impl Coverage {
             State::NotJudged,
             State::Unsupported,
             State::OutsideLevels,
+            State::NotRun,
         ] {
             let of = |list: &[&Assertion]| -> Vec<String> {
                 (list.iter())
@@ -367,6 +453,27 @@ pub fn unknown(wanted: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Levels, consecutive ones (in `FeatureLevel::ALL`) as `1_0 to 3_0`.
+fn level_ranges(levels: &BTreeSet<FeatureLevel>) -> String {
+    let index = |l: &FeatureLevel| FeatureLevel::ALL.iter().position(|a| a == l);
+    let positions: BTreeSet<usize> = levels.iter().filter_map(index).collect();
+    let mut out = Vec::new();
+    let mut iter = positions.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end = iter.next().unwrap_or(end);
+        }
+        let (a, b) = (FeatureLevel::ALL[start], FeatureLevel::ALL[end]);
+        out.push(match end - start {
+            0 => a.to_string(),
+            1 => format!("{a}, {b}"),
+            _ => format!("{a} to {b}"),
+        });
+    }
+    out.join(", ")
+}
+
 /// `1-5`, `4, 6-8`.
 fn ranges(values: &BTreeSet<usize>) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -392,6 +499,45 @@ fn count(n: usize, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_coverage_read_back_from_its_json_is_the_same_and_merging_sums_it() {
+        let case = crate::Corpus::embedded().cases.remove(0);
+        let mut coverage = Coverage::new("strict");
+        coverage.record(&case, Status::Passed, Reach::Ran, Some(FeatureLevel::L4_1));
+        let back = Coverage::from_json(&coverage.json()).unwrap();
+        assert_eq!(back, coverage);
+        let mut twice = back.clone();
+        twice.merge(&coverage);
+        let id = &assertions(&case)[0];
+        assert_eq!(twice.tallies[id].passed, 2);
+        assert_eq!(twice.line(), coverage.line());
+        // What a hostile file may hold: unknown ids, levels and huge ranks are dropped.
+        let hostile = serde_json::json!({
+            "profile": "strict",
+            "assertions": [{"id": "no.such", "passed": 3}],
+            "levels_run": ["9_9"],
+            "ranks_checked": [1_000_000],
+        });
+        assert_eq!(Coverage::from_json(&hostile), Some(Coverage::new("strict")));
+        assert_eq!(Coverage::from_json(&serde_json::json!([])), None);
+    }
+
+    #[test]
+    fn consecutive_levels_are_one_range() {
+        let levels: BTreeSet<FeatureLevel> = [
+            FeatureLevel::L1_0,
+            FeatureLevel::L2_0,
+            FeatureLevel::L2_1,
+            FeatureLevel::L3_0,
+            FeatureLevel::L4_1,
+            FeatureLevel::L6_3,
+            FeatureLevel::L6_4,
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(level_ranges(&levels), "1_0 to 3_0, 4_1, 6_3, 6_4");
+    }
 
     #[test]
     fn ranges_join_neighbours() {
