@@ -105,15 +105,15 @@ impl Terminal {
         if self.verbose {
             print_levels(results);
         }
+        if let Some(coverage) = &report.info.coverage {
+            crate::say!("{}", Line(&coverage.line()));
+        }
         crate::say!(
             "backend start-up {:.3} s; {} in {:.3} s",
             report.info.startup.as_secs_f64(),
             count(report.cases, "case ran", "cases ran"),
             report.info.cases_time.as_secs_f64()
         );
-        if let Some(coverage) = &report.info.coverage {
-            crate::say!("{}", Line(&coverage.line()));
-        }
         print_failed_list(results);
         crate::say!("{}", summary_line(summary));
     }
