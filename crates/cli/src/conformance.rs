@@ -267,7 +267,7 @@ pub fn conformance_with(
         .info
         .coverage
         .as_ref()
-        .is_some_and(|coverage| below_coverage_floor(coverage, &args.require_coverage));
+        .is_some_and(|coverage| below_coverage_floor(coverage, &args.require_coverage, ""));
     Ok(Verdict::failed_if(report.summary.failed > 0 || below_floor))
 }
 
@@ -279,23 +279,27 @@ pub(crate) fn check_floor_names(wanted: &[String]) -> Result<(), CommandError> {
     }
     let unknown: Vec<String> = unknown.iter().map(|w| format!("`{}`", Line(w))).collect();
     Err(CommandError::Usage(format!(
-        "--require-coverage: {} name no rule or execution property of specs/ (the ids are \
+        "--require-coverage: not an assertion of specs/: {} (rule and execution-property ids are \
          listed in docs/guide/coverage.md)",
         unknown.join(", ")
     )))
 }
 
-/// Whether the run missed what `--require-coverage` asks for; prints what it missed.
+/// Whether the run missed what `--require-coverage` asks for; prints what it missed, after
+/// `who` (a matrix column's name and `: `, or nothing).
 pub(crate) fn below_coverage_floor(
     coverage: &dmlcts_harness::report::coverage::Coverage,
     wanted: &[String],
+    who: &str,
 ) -> bool {
     if wanted.is_empty() {
         return false;
     }
     let missed = coverage.missed(wanted);
     if missed.is_empty() {
-        crate::say!("coverage floor met: every assertion --require-coverage names was checked");
+        crate::say!(
+            "{who}coverage floor met: every assertion --require-coverage names was checked"
+        );
         return false;
     }
     let named: Vec<String> = missed
@@ -303,7 +307,7 @@ pub(crate) fn below_coverage_floor(
         .map(|(id, state)| format!("{id} ({})", state.name()))
         .collect();
     crate::say!(
-        "coverage floor not met: --require-coverage names {} this run did not check: {}",
+        "{who}coverage floor not met: --require-coverage names {} this run did not check: {}",
         count(missed.len(), "assertion", "assertions"),
         named.join(", ")
     );

@@ -83,6 +83,10 @@ pub struct FuzzArgs {
     /// Write the campaign report (JSON) here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Fail unless the campaign checked these assertions (as conformance's
+    /// --require-coverage: ids, `PREFIX*`, `all`)
+    #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
+    pub require_coverage: Vec<String>,
 }
 
 /// `fuzz merge`: what a campaign spread over machines ends with.
@@ -146,6 +150,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
     if let Some(FuzzCommand::Merge(merge)) = &args.command {
         return merge_main(merge);
     }
+    crate::conformance::check_floor_names(&args.require_coverage)?;
     let backend_name = args.backend.backend.clone();
     let mut options = campaign_options(args, host)?;
     // Held until the campaign's report is written.
@@ -232,7 +237,14 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
         );
         return Ok(Verdict::Failed);
     }
-    Ok(Verdict::failed_if(outcome.new_buckets().next().is_some()))
+    let below_floor = crate::conformance::below_coverage_floor(
+        &outcome.coverage,
+        &args.require_coverage,
+        "fuzz: ",
+    );
+    Ok(Verdict::failed_if(
+        outcome.new_buckets().next().is_some() || below_floor,
+    ))
 }
 
 /// The descriptors the backend could not run, by reason (the backend's text, escaped).

@@ -58,6 +58,10 @@ pub struct MatrixArgs {
     /// Fail when a backend listed by default cannot run here (CI: every backend must)
     #[arg(long)]
     pub require_all: bool,
+    /// Fail unless every available column checked these assertions (as conformance's
+    /// --require-coverage: ids, `PREFIX*`, `all`)
+    #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
+    pub require_coverage: Vec<String>,
     /// Where matrix.json and matrix.html go
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
@@ -235,6 +239,7 @@ pub fn matrix_with(
     if let Some(error) = selection_error(args, &corpus) {
         return Err(CommandError::Usage(error));
     }
+    crate::conformance::check_floor_names(&args.require_coverage)?;
     let cases: Vec<Case> = (corpus.cases.into_iter())
         .filter(|c| selects(&args.filters, false, c))
         .collect();
@@ -267,6 +272,14 @@ pub fn matrix_with(
     }
     if matrix.failed() {
         status = 1;
+    }
+    for column in &matrix.columns {
+        if let Some(coverage) = &column.coverage {
+            let who = format!("{}: ", Line(&column.backend));
+            if crate::conformance::below_coverage_floor(coverage, &args.require_coverage, &who) {
+                status = 1;
+            }
+        }
     }
     for (i, column) in matrix.columns.iter().enumerate() {
         crate::say!(

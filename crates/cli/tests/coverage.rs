@@ -220,18 +220,21 @@ struct MatrixWords {
     args: dmlcts_cli::MatrixArgs,
 }
 
-#[test]
-fn the_matrix_shows_what_each_backend_checked_side_by_side() {
-    let wanted: Vec<dmlcts_cli::Wanted> = ["cpu", "no-float16"]
-        .into_iter()
+fn wanted(names: &[&str]) -> Vec<dmlcts_cli::Wanted> {
+    (names.iter())
         .map(|name| dmlcts_cli::Wanted {
             name: name.to_string(),
             named: true,
             unavailable: None,
         })
-        .collect();
-    let args = MatrixWords::try_parse_from(["matrix"]).unwrap().args;
-    let (matrix, _) = dmlcts_cli::matrix_with(
+        .collect()
+}
+
+fn matrix(words: &[&str], names: &[&str]) -> (dmlcts_harness::report::matrix::Matrix, i32) {
+    let args = MatrixWords::try_parse_from(std::iter::once("matrix").chain(words.iter().copied()))
+        .unwrap()
+        .args;
+    let (matrix, verdict) = dmlcts_cli::matrix_with(
         &args,
         "dmlcts matrix (test)",
         "dmlcts",
@@ -239,11 +242,26 @@ fn the_matrix_shows_what_each_backend_checked_side_by_side() {
             "no-float16" => Ok(no_float16()),
             _ => Ok(cpu()),
         },
-        &wanted,
+        &wanted(names),
         dmlcts_harness::Corpus::embedded(),
         None,
     )
     .unwrap();
+    (matrix, i32::from(dmlcts_cli::exit_status(&Ok(verdict))))
+}
+
+#[test]
+fn the_matrix_s_coverage_floor_fails_a_column_that_skipped_what_it_names() {
+    let floor = ["--filter", "edge.", "--require-coverage", "bits.FLOAT32"];
+    assert_eq!(matrix(&floor, &["cpu", "no-float16"]).1, 0);
+    let floor = ["--filter", "edge.", "--require-coverage", "bits.FLOAT16"];
+    assert_eq!(matrix(&floor, &["cpu"]).1, 0);
+    assert_eq!(matrix(&floor, &["cpu", "no-float16"]).1, 1);
+}
+
+#[test]
+fn the_matrix_shows_what_each_backend_checked_side_by_side() {
+    let (matrix, _) = matrix(&[], &["cpu", "no-float16"]);
     let json: serde_json::Value = serde_json::from_str(&matrix.to_json()).unwrap();
     assert_eq!(
         json["columns"][0]["coverage"]["line"],
@@ -264,4 +282,47 @@ fn the_matrix_shows_what_each_backend_checked_side_by_side() {
     ] {
         assert!(html.contains(row), "{row}");
     }
+}
+
+/// A campaign on the 2_1-only CPU server cannot reach FLOAT64 (not in the 2_1 tables): a
+/// floor naming it fails the campaign; one naming FLOAT32 passes.
+#[test]
+fn a_campaign_s_coverage_floor_fails_when_it_did_not_reach_what_it_names() {
+    let dir = scratch("fuzz");
+    let server = format!(
+        "process:{} serve-cpu --feature-level 2_1",
+        env!("CARGO_BIN_EXE_dmlcts")
+    );
+    let fuzz = |floor: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_dmlcts"))
+            .args([
+                "fuzz",
+                "--backend",
+                &server,
+                "--cases",
+                "100",
+                "--seed",
+                "5",
+            ])
+            .args(["--valid-only", "--require-coverage", floor, "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (status, stdout) = fuzz("bits.FLOAT64");
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "fuzz: coverage floor not met: --require-coverage names 1 assertion this run did \
+             not check: bits.FLOAT64 (not in this run)"
+        ),
+        "{stdout}"
+    );
+    let (status, stdout) = fuzz("bits.FLOAT32");
+    assert_eq!(status, Some(0), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
