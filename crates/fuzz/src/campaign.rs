@@ -26,11 +26,12 @@ use crate::check::{Checked, checked};
 use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
+use dmlcts_harness::corpus::assertions::assertions;
 use dmlcts_harness::report::coverage::Coverage;
 use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -77,6 +78,8 @@ impl Campaign<'_> {
             return;
         };
         let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
+        // Per assertion, the failures a known difference described.
+        let mut known_failures: BTreeMap<String, usize> = BTreeMap::new();
         while let Some(index) = self.next_index() {
             let recipe = plan.recipe(index);
             let strategy = strategies
@@ -95,7 +98,12 @@ impl Campaign<'_> {
                 Err(failure) => {
                     // Shrunk on the device the session ran it on.
                     let (device, _) = session.device_for(&case);
-                    (self.bucketing).handle(device.as_ref(), tree.as_mut(), index, failure)
+                    let failed = assertions(&failure.case);
+                    if (self.bucketing).handle(device.as_ref(), tree.as_mut(), index, failure) {
+                        for id in failed {
+                            *known_failures.entry(id).or_default() += 1;
+                        }
+                    }
                 }
                 Ok(info @ Checked::Informational { .. }) => {
                     let (device, _) = session.device_for(&case);
@@ -109,7 +117,13 @@ impl Campaign<'_> {
                 Ok(Checked::Passed) => {}
             }
         }
-        (self.coverage.lock().unwrap_or_else(|e| e.into_inner())).merge(&session.coverage());
+        // A failure a known difference describes is checked, known to differ (the session
+        // recorded it failed before the campaign classified it).
+        let mut coverage = session.coverage();
+        for (id, count) in &known_failures {
+            coverage.known_to_differ(id, *count);
+        }
+        (self.coverage.lock().unwrap_or_else(|e| e.into_inner())).merge(&coverage);
     }
 
     fn next_index(&self) -> Option<u64> {
