@@ -28,6 +28,10 @@ enum Command {
     Suite(SuiteCommand),
     /// Regenerate the generated part of cases/ from specs/
     GenCases,
+    /// Write docs/guide/coverage.md: every assertion of the pages against the cases that
+    /// check it (per operator, level, data type and rank); fails naming any assertion no case
+    /// checks where it can be checked
+    Coverage,
     /// Throughput against memcpy, ndarray and the oracle: [--runs N] [--no-oracle] [--json FILE]
     /// [--filter TEXT] [--backend cpu|wgpu] [--adapter TEXT]; or --fuzz [--runs N] [--json FILE]
     #[command(args_override_self = true)]
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
     let result = match Xtask::parse().command {
         Command::Suite(command) => command.run(&host),
         Command::GenCases => gen_cases(),
+        Command::Coverage => coverage(),
         Command::Bench(args) => said(bench_status(bench::bench_main(&args))),
         Command::Directml { command } => said(directml_status(directml::directml_main(&command))),
         Command::Crosscheck(args) => said(crosscheck::crosscheck_main(&args, &host, &root)),
@@ -142,6 +147,27 @@ fn gen_cases() -> CommandResult {
         dmlcts_cli::say!("wrote      {path}");
     }
     Ok(Verdict::Passed)
+}
+
+/// Writes the coverage document (docs/guide/coverage.md) from specs/ and the embedded corpus;
+/// `Failed`, naming them, when an assertion has no case where it can be checked.
+fn coverage() -> CommandResult {
+    use dmlcts_harness::report::coverage_document::Document;
+    let document = Document::of(&dmlcts_harness::Corpus::embedded().cases);
+    let path = repository_root().join("docs/guide/coverage.md");
+    let text = document.markdown();
+    if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        dmlcts_cli::say!("unchanged  docs/guide/coverage.md");
+    } else {
+        std::fs::write(&path, text)
+            .map_err(|e| CommandError::Output(format!("cannot write {}: {e}", path.display())))?;
+        dmlcts_cli::say!("wrote      docs/guide/coverage.md");
+    }
+    let holes = document.holes();
+    for hole in &holes {
+        dmlcts_cli::say!("hole: {hole} (no case checks it there)");
+    }
+    Ok(Verdict::failed_if(!holes.is_empty()))
 }
 
 /// The workspace root: xtask lives one folder below it.

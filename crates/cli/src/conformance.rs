@@ -101,6 +101,10 @@ pub struct ConformanceArgs {
     /// Colour the text: auto (on a terminal, unless NO_COLOR is set), always, never
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+    /// Fail the run unless it checked these assertions (rule or execution-property ids,
+    /// comma-separated; `PREFIX*` for a group, `all` for every one); repeatable
+    #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
+    pub require_coverage: Vec<String>,
 }
 
 impl ConformanceArgs {
@@ -222,6 +226,7 @@ pub fn conformance_with(
     if args.list {
         return Ok(list_cases(&cases, &corpus.errors));
     }
+    check_floor_names(&args.require_coverage)?;
     // Before the backend starts: the report files can be written, so a run never ends in
     // "cannot write".
     crate::preflight::check_report_files(&[
@@ -258,7 +263,55 @@ pub fn conformance_with(
     // The report files are written before the terminal's closing lines, as the run ends.
     let report = session.run(&cases, &corpus.errors, &mut (&mut files, &mut terminal));
     files.result()?;
-    Ok(Verdict::failed_if(report.summary.failed > 0))
+    let below_floor = report
+        .info
+        .coverage
+        .as_ref()
+        .is_some_and(|coverage| below_coverage_floor(coverage, &args.require_coverage, ""));
+    Ok(Verdict::failed_if(report.summary.failed > 0 || below_floor))
+}
+
+/// `--require-coverage`: every word must name an assertion (an id, `PREFIX*`, `all`).
+pub(crate) fn check_floor_names(wanted: &[String]) -> Result<(), CommandError> {
+    let unknown = dmlcts_harness::report::coverage::unknown(wanted);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let unknown: Vec<String> = unknown.iter().map(|w| format!("`{}`", Line(w))).collect();
+    Err(CommandError::Usage(format!(
+        "--require-coverage: not an assertion of specs/: {} (rule and execution-property ids are \
+         listed in docs/guide/coverage.md)",
+        unknown.join(", ")
+    )))
+}
+
+/// Whether the run missed what `--require-coverage` asks for; prints what it missed, after
+/// `who` (a matrix column's name and `: `, or nothing).
+pub(crate) fn below_coverage_floor(
+    coverage: &dmlcts_harness::report::coverage::Coverage,
+    wanted: &[String],
+    who: &str,
+) -> bool {
+    if wanted.is_empty() {
+        return false;
+    }
+    let missed = coverage.missed(wanted);
+    if missed.is_empty() {
+        crate::say!(
+            "{who}coverage floor met: every assertion --require-coverage names was checked"
+        );
+        return false;
+    }
+    let named: Vec<String> = missed
+        .iter()
+        .map(|(id, state)| format!("{id} ({})", state.name()))
+        .collect();
+    crate::say!(
+        "{who}coverage floor not met: --require-coverage names {} this run did not check: {}",
+        count(missed.len(), "assertion", "assertions"),
+        named.join(", ")
+    );
+    true
 }
 
 /// `--list`: the selected cases, how many, then the corpus's load errors (exit status 1 if

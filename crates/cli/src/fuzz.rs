@@ -83,6 +83,10 @@ pub struct FuzzArgs {
     /// Write the campaign report (JSON) here
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Fail unless the campaign checked these assertions (as conformance's
+    /// --require-coverage: ids, `PREFIX*`, `all`)
+    #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
+    pub require_coverage: Vec<String>,
 }
 
 /// `fuzz merge`: what a campaign spread over machines ends with.
@@ -146,6 +150,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
     if let Some(FuzzCommand::Merge(merge)) = &args.command {
         return merge_main(merge);
     }
+    crate::conformance::check_floor_names(&args.require_coverage)?;
     let backend_name = args.backend.backend.clone();
     let mut options = campaign_options(args, host)?;
     // Held until the campaign's report is written.
@@ -204,6 +209,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
     print_skip_reasons(&outcome);
     print_buckets(&outcome);
     crate::say!("\nfuzz: {}", outcome.summary_line());
+    crate::say!("fuzz: {}", text::line(&outcome.coverage.line()));
     if let Some(out) = &options.out_dir {
         let saved = (outcome.buckets.iter())
             .filter(|b| b.saved.is_some())
@@ -231,7 +237,14 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
         );
         return Ok(Verdict::Failed);
     }
-    Ok(Verdict::failed_if(outcome.new_buckets().next().is_some()))
+    let below_floor = crate::conformance::below_coverage_floor(
+        &outcome.coverage,
+        &args.require_coverage,
+        "fuzz: ",
+    );
+    Ok(Verdict::failed_if(
+        outcome.new_buckets().next().is_some() || below_floor,
+    ))
 }
 
 /// The descriptors the backend could not run, by reason (the backend's text, escaped).
@@ -534,6 +547,9 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
         "fuzz merge: {}",
         text::line(merged["summary"].as_str().unwrap_or(""))
     );
+    if let Some(line) = merged["coverage"]["line"].as_str() {
+        crate::say!("fuzz merge: {}", text::line(line));
+    }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&merged).unwrap_or_default();
         let written = if crate::closing::is_stdout(path) {

@@ -58,6 +58,10 @@ pub struct MatrixArgs {
     /// Fail when a backend listed by default cannot run here (CI: every backend must)
     #[arg(long)]
     pub require_all: bool,
+    /// Fail unless every available column checked these assertions (as conformance's
+    /// --require-coverage: ids, `PREFIX*`, `all`)
+    #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
+    pub require_coverage: Vec<String>,
     /// Where matrix.json and matrix.html go
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
@@ -235,6 +239,7 @@ pub fn matrix_with(
     if let Some(error) = selection_error(args, &corpus) {
         return Err(CommandError::Usage(error));
     }
+    crate::conformance::check_floor_names(&args.require_coverage)?;
     let cases: Vec<Case> = (corpus.cases.into_iter())
         .filter(|c| selects(&args.filters, false, c))
         .collect();
@@ -267,6 +272,14 @@ pub fn matrix_with(
     }
     if matrix.failed() {
         status = 1;
+    }
+    for column in &matrix.columns {
+        if let Some(coverage) = &column.coverage {
+            let who = format!("{}: ", Line(&column.backend));
+            if crate::conformance::below_coverage_floor(coverage, &args.require_coverage, &who) {
+                status = 1;
+            }
+        }
     }
     for (i, column) in matrix.columns.iter().enumerate() {
         crate::say!(
@@ -483,6 +496,7 @@ impl Reporter for ColumnReporter<'_> {
                 column.profile = info.validation_profile.clone();
                 column.startup = info.startup;
                 column.cases_time = info.cases_time;
+                column.coverage = info.coverage.clone();
                 print_failures(self.name, &report.results, &column.problems);
                 self.matrix.add_column(column, &report.results);
                 let totals = self.matrix.totals(self.matrix.columns.len() - 1);
@@ -493,6 +507,9 @@ impl Reporter for ColumnReporter<'_> {
                     info.startup.as_secs_f64(),
                     info.cases_time.as_secs_f64()
                 );
+                if let Some(coverage) = &info.coverage {
+                    crate::say!("{}: {}", Line(self.name), Line(&coverage.line()));
+                }
             }
             Event::LoadError(_) | Event::CaseFinished { .. } => {}
         }

@@ -110,6 +110,9 @@ impl Terminal {
         if self.verbose {
             print_levels(results);
         }
+        if let Some(coverage) = &report.info.coverage {
+            crate::say!("{}", Line(&coverage.line()));
+        }
         crate::say!(
             "backend start-up {:.3} s; {} in {:.3} s",
             report.info.startup.as_secs_f64(),

@@ -267,13 +267,15 @@ impl<'a> Bucketing<'a> {
         (failure, true, effort(&checks))
     }
 
+    /// Buckets a failure; true when a known difference's predicate describes it (counted
+    /// known, not shrunk).
     pub(crate) fn handle(
         &self,
         backend: &dyn Backend,
         tree: &mut dyn ValueTree<Value = Case>,
         index: u64,
         failure: CheckFailure,
-    ) {
+    ) -> bool {
         let verdict = self.verdict(&failure);
         let (id, status) = match &verdict.class {
             Class::KnownByPredicate(i) => {
@@ -298,8 +300,9 @@ impl<'a> Bucketing<'a> {
                         .map(|shape| shape.id.clone())
                 };
                 if let Some(id) = fitting {
+                    let known = is_known(&state, &id);
                     count_hit(&mut state, &id, index);
-                    return;
+                    return known;
                 }
                 let new = state
                     .buckets
@@ -308,7 +311,7 @@ impl<'a> Bucketing<'a> {
                     .count();
                 if new >= self.options.max_findings {
                     state.unclassified += 1;
-                    return;
+                    return false;
                 }
                 // Shrinking may reach a bucket only where one of the same check, operator and
                 // rule exists.
@@ -321,11 +324,12 @@ impl<'a> Bucketing<'a> {
                 // Stopped where it fits a bucket: counted there, its time charged to it.
                 if let Some(id) = self.fitting(&verdict, &minimal.case) {
                     let mut state = self.lock();
+                    let known = is_known(&state, &id);
                     count_hit(&mut state, &id, index);
                     if let Some(bucket) = state.buckets.get_mut(&id) {
                         spent.add_to(bucket);
                     }
-                    return;
+                    return known;
                 }
                 let id = signature(minimal.kind, &minimal.case);
                 let status = match self
@@ -339,9 +343,10 @@ impl<'a> Bucketing<'a> {
                     },
                     None => BucketStatus::New,
                 };
+                let known = matches!(status, BucketStatus::Known { .. });
                 let shape = Shape::of(&id, &verdict, &minimal.case);
                 self.record(index, &id, status, minimal, reproduced, Some(shape), spent);
-                return;
+                return known;
             }
         };
         // Known by predicate: shrink the first hit only, for its saved case.
@@ -349,11 +354,12 @@ impl<'a> Bucketing<'a> {
             let mut state = self.lock();
             if state.buckets.contains_key(&id) {
                 count_hit(&mut state, &id, index);
-                return;
+                return true;
             }
         }
         let (minimal, reproduced, spent) = self.shrink(backend, tree, failure, &verdict, false);
         self.record(index, &id, status, minimal, reproduced, None, spent);
+        true
     }
 
     /// An acceptance the backend's profile (or the expectations file) says is by design:
@@ -453,6 +459,11 @@ impl<'a> Bucketing<'a> {
             }
         }
     }
+}
+
+/// Whether the bucket `id` is a known difference's.
+fn is_known(state: &State, id: &str) -> bool {
+    (state.buckets.get(id)).is_some_and(|b| matches!(b.status, BucketStatus::Known { .. }))
 }
 
 fn count_hit(state: &mut State, id: &str, index: u64) {

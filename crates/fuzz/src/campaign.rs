@@ -26,10 +26,12 @@ use crate::check::{Checked, checked};
 use crate::outcome::SkipReasons;
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
+use dmlcts_harness::corpus::assertions::assertions;
+use dmlcts_harness::report::coverage::Coverage;
 use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -54,6 +56,8 @@ struct Campaign<'a> {
     per_level: Vec<AtomicU64>,
     /// Descriptors the backend could not run, by reason.
     skipped: Mutex<SkipReasons>,
+    /// What the jobs' sessions covered, merged as each job ends.
+    coverage: Mutex<Coverage>,
     started: Instant,
 }
 
@@ -74,6 +78,8 @@ impl Campaign<'_> {
             return;
         };
         let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
+        // Per assertion, the failures a known difference described.
+        let mut known_failures: BTreeMap<String, usize> = BTreeMap::new();
         while let Some(index) = self.next_index() {
             let recipe = plan.recipe(index);
             let strategy = strategies
@@ -92,7 +98,12 @@ impl Campaign<'_> {
                 Err(failure) => {
                     // Shrunk on the device the session ran it on.
                     let (device, _) = session.device_for(&case);
-                    (self.bucketing).handle(device.as_ref(), tree.as_mut(), index, failure)
+                    let failed = assertions(&failure.case);
+                    if (self.bucketing).handle(device.as_ref(), tree.as_mut(), index, failure) {
+                        for id in failed {
+                            *known_failures.entry(id).or_default() += 1;
+                        }
+                    }
                 }
                 Ok(info @ Checked::Informational { .. }) => {
                     let (device, _) = session.device_for(&case);
@@ -106,6 +117,13 @@ impl Campaign<'_> {
                 Ok(Checked::Passed) => {}
             }
         }
+        // A failure a known difference describes is checked, known to differ (the session
+        // recorded it failed before the campaign classified it).
+        let mut coverage = session.coverage();
+        for (id, count) in &known_failures {
+            coverage.known_to_differ(id, *count);
+        }
+        (self.coverage.lock().unwrap_or_else(|e| e.into_inner())).merge(&coverage);
     }
 
     fn next_index(&self) -> Option<u64> {
@@ -228,6 +246,7 @@ pub fn run_campaign_announcing(
         per_level: levels.iter().map(|_| AtomicU64::new(0)).collect(),
         levels,
         skipped: Mutex::new(SkipReasons::default()),
+        coverage: Mutex::new(Coverage::default()),
         started: Instant::now(),
     };
     let running = AtomicUsize::new(jobs.len());
@@ -282,7 +301,9 @@ pub fn run_campaign_announcing(
         .zip(campaign.per_level.iter().map(|n| n.load(Ordering::Relaxed)))
         .collect();
     let skipped = (campaign.skipped.into_inner()).unwrap_or_else(|e| e.into_inner());
+    let coverage = (campaign.coverage.into_inner()).unwrap_or_else(|e| e.into_inner());
     CampaignOutcome {
+        coverage,
         skipped: skipped.total,
         skip_reasons: skipped.by_count(),
         cases_run: campaign.cases_run.load(Ordering::Relaxed),

@@ -6,6 +6,7 @@
 //! bounded reader, and every error names the file and the field.
 
 use dmlcts_harness::corpus::read::{FileKind, Links, read_text};
+use dmlcts_harness::report::coverage::Coverage;
 use dmlcts_harness::text;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -205,6 +206,7 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
             .fold(0, u64::saturating_add),
         "summary": summary_line(&buckets, skipped, descriptors),
+        "coverage": merged_coverage(&shards),
         "shard_replays": (shards.iter())
             .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>(),
@@ -318,4 +320,17 @@ fn summary_line(buckets: &[Value], skipped: u64, descriptors: u64) -> String {
         ));
     }
     line
+}
+
+/// What the shards' campaigns reached, merged (`Coverage::merge`): null when a shard's report
+/// has no coverage this suite can read (its statement would be partial).
+fn merged_coverage(shards: &[ShardReport]) -> Value {
+    let mut merged = Coverage::default();
+    for shard in shards {
+        match shard.report.get("coverage").and_then(Coverage::from_json) {
+            Some(coverage) => merged.merge(&coverage),
+            None => return Value::Null,
+        }
+    }
+    merged.json()
 }

@@ -126,6 +126,10 @@ pub struct CampaignOutcome {
     pub buckets: Vec<Bucket>,
     /// Failures that fit no bucket after `max_findings` new ones (not shrunk).
     pub unclassified: u64,
+    /// What the campaign reached, by assertion (near misses: the rules whose edges it hit;
+    /// valid cases: the execution properties), and the data types, ranks, operators and
+    /// levels it ran: every job's session's, merged.
+    pub coverage: dmlcts_harness::report::coverage::Coverage,
 }
 
 impl CampaignOutcome {

@@ -73,6 +73,7 @@ pub fn json_report(options: &CampaignOptions, outcome: &CampaignOutcome, command
             .collect::<Vec<_>>(),
         "unclassified_failures": outcome.unclassified,
         "summary": outcome.summary_line(),
+        "coverage": outcome.coverage.json(),
         "replay": command,
         "buckets": buckets,
     });

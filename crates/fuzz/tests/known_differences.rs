@@ -124,6 +124,17 @@ fn a_difference_known_by_predicate_is_counted_as_known_and_the_campaign_goes_on(
         )
     );
     assert!(bucket.count >= 1);
+    // Its statement: the cases with a window larger than their output that the predicate
+    // describes failed as known (never `failed`, which would contradict the verdict); the
+    // others passed.
+    let tally = &outcome.coverage.tallies["slice1.window_larger_than_output"];
+    assert_eq!(tally.failed, 0, "{tally:?}");
+    assert!(
+        tally.expected_failures >= 1 && tally.passed >= 1,
+        "{tally:?}"
+    );
+    let state = outcome.coverage.state("slice1.window_larger_than_output");
+    assert_eq!(state.name(), "checked");
 }
 
 #[test]
@@ -132,6 +143,13 @@ fn without_the_entry_the_same_difference_is_one_new_bucket_and_a_signature_entry
     let ids: Vec<&str> = outcome.buckets.iter().map(|b| b.id.as_str()).collect();
     assert_eq!(ids, ["values.slice1.e4.output_smaller_inner"]);
     assert_eq!(outcome.buckets[0].status, BucketStatus::New);
+    assert_eq!(
+        outcome
+            .coverage
+            .state("slice1.window_larger_than_output")
+            .name(),
+        "failed"
+    );
 
     let by_signature = KnownDifference {
         name: "window shape, by signature".into(),

@@ -161,3 +161,51 @@ fn merged_shards_sum_their_skipped_descriptors_by_reason() {
     assert_eq!(merged["skip_reasons"][0]["count"], u64::MAX);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A campaign's report states what it reached (here: no Join ran, so nothing of Join was
+/// checked; Split and Slice1 were), and `fuzz merge` sums the shards' statements.
+#[test]
+fn a_campaign_states_what_it_reached_and_merge_sums_the_shards_statements() {
+    let dir = std::env::temp_dir().join(format!("dmlcts-coverage-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let backend = NoReverseNoJoin(CpuBackend::new());
+    let mut paths = Vec::new();
+    let mut split_copies = 0;
+    for index in 0..2 {
+        let mut options = CampaignOptions::new("no-reverse-no-join", 5);
+        options.cases = Some(200);
+        options.mix = Mix::ValidOnly;
+        options.shard = dmlcts_fuzz::Shard { index, count: 2 };
+        let outcome = run_campaign(&[&backend], &options, |_| {});
+        let coverage = &outcome.coverage;
+        assert_eq!(coverage.state("join.copy").name(), "unsupported");
+        assert_eq!(coverage.state("split.copy").name(), "checked");
+        assert_eq!(coverage.state("slice1.copy").name(), "checked");
+        // Valid cases only: no rule's edge was hit.
+        assert_eq!(
+            coverage.state("split.axis_in_range").name(),
+            "not in this run"
+        );
+        assert!(
+            coverage.line().contains("; not checked: nothing of join, "),
+            "{}",
+            coverage.line()
+        );
+        split_copies += coverage.tallies["split.copy"].passed;
+        let path = dir.join(format!("shard-{index}.json"));
+        let report = dmlcts_fuzz::report::json_report(&options, &outcome, "fuzz");
+        let report_json: serde_json::Value = serde_json::from_str(&report).unwrap();
+        assert_eq!(report_json["coverage"]["line"], coverage.line());
+        std::fs::write(&path, report).unwrap();
+        paths.push(path);
+    }
+    let paths: Vec<&std::path::Path> = paths.iter().map(|p| p.as_path()).collect();
+    let merged = dmlcts_fuzz::merge::merge_reports(&paths).unwrap();
+    let split_copy = (merged["coverage"]["assertions"].as_array().unwrap().iter())
+        .find(|a| a["id"] == "split.copy")
+        .unwrap();
+    assert!(split_copies > 0);
+    assert_eq!(split_copy["passed"], split_copies);
+    assert_eq!(split_copy["state"], "checked");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,6 +33,7 @@
 use crate::corpus::data::TensorData;
 use crate::corpus::{Case, LoadError};
 use crate::expectations::{Expectations, UNEXPECTED_PASS};
+use crate::report::coverage::{Coverage, Reach};
 use crate::report::{RunInfo, Summary};
 use crate::run::{
     CaseResult, DeviceFactory, Devices, ReplayRecipe, ResultIds, RunOptions, SkipCheck, Status,
@@ -169,6 +170,8 @@ pub struct Session<'a> {
 struct Tally {
     ids: ResultIds,
     skips: SkipCheck,
+    /// What the cases covered, by assertion (each case's own result).
+    coverage: Coverage,
 }
 
 impl<'a> Session<'a> {
@@ -222,6 +225,7 @@ impl<'a> Session<'a> {
         not_enforced.extend(options.not_enforced);
         let profile = backend.validation_profile().without(&not_enforced);
         info.validation_profile = profile.name();
+        let profile_name = info.validation_profile.clone();
         Session {
             devices: Mutex::new(devices),
             info,
@@ -230,7 +234,10 @@ impl<'a> Session<'a> {
             not_enforced,
             expectations: options.expectations,
             replay: options.replay,
-            tally: Mutex::new(Tally::default()),
+            tally: Mutex::new(Tally {
+                coverage: Coverage::new(&profile_name),
+                ..Tally::default()
+            }),
         }
     }
 
@@ -325,6 +332,15 @@ impl<'a> Session<'a> {
                 }
             }
         }
+        let reach = match &counted {
+            Counted::Ran => Reach::Ran,
+            Counted::SkippedByBackend(_) => Reach::Unsupported,
+            Counted::NotCounted => Reach::OutsideLevels,
+        };
+        let own = &results[0];
+        tally
+            .coverage
+            .record(case, own.status, reach, own.run_level);
         Step {
             results,
             counted,
@@ -340,6 +356,11 @@ impl<'a> Session<'a> {
         {
             lock(&self.tally).skips.skipped(reason);
         }
+    }
+
+    /// What the steps so far covered, by assertion.
+    pub fn coverage(&self) -> Coverage {
+        lock(&self.tally).coverage.clone()
     }
 
     /// Why the run fails although no case did: an available backend skipped every case it
@@ -391,6 +412,7 @@ impl<'a> Session<'a> {
             None => Vec::new(),
         };
         let skipped_everything = self.skipped_everything();
+        self.info.coverage = Some(self.coverage());
         if let Some(failure) = &skipped_everything {
             results.push(CaseResult::run_failure(
                 SKIPPED_EVERYTHING_ID,

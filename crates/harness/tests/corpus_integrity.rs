@@ -266,3 +266,28 @@ fn collect_case_names(value: &serde_yaml::Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+#[test]
+fn every_assertion_has_a_case_at_every_operator_and_level_where_it_can_be_checked() {
+    let document =
+        dmlcts_harness::report::coverage_document::Document::of(&Corpus::embedded().cases);
+    let holes = document.holes();
+    assert!(
+        holes.is_empty(),
+        "assertions no case checks where they can be checked (add a case, or give the reason in \
+         specs/execution-properties.yaml's `uncheckable`):\n  {}",
+        holes.join("\n  ")
+    );
+}
+
+#[test]
+fn the_coverage_document_is_current() {
+    let document =
+        dmlcts_harness::report::coverage_document::Document::of(&Corpus::embedded().cases);
+    let path = repository().join("docs/guide/coverage.md");
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == document.markdown(),
+        "docs/guide/coverage.md is stale: run `cargo xtask coverage`"
+    );
+}

@@ -8,6 +8,7 @@ pub const SPLIT_YAML: &str = include_str!("../../../specs/split.yaml");
 pub const JOIN_YAML: &str = include_str!("../../../specs/join.yaml");
 pub const SLICE1_YAML: &str = include_str!("../../../specs/slice1.yaml");
 pub const TENSOR_YAML: &str = include_str!("../../../specs/tensor.yaml");
+pub const EXECUTION_YAML: &str = include_str!("../../../specs/execution-properties.yaml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -82,11 +83,56 @@ pub struct Erratum {
     pub reading: String,
 }
 
+/// specs/execution-properties.yaml: what a valid case checks when it executes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionSpec {
+    pub properties: Vec<ExecutionProperty>,
+    pub uncheckable: Vec<Uncheckable>,
+}
+
+/// One execution property: an assertion of the pages about the copy, checked by the valid
+/// cases whose descriptor exercises it (the harness derives that from the descriptor).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionProperty {
+    pub id: String,
+    /// The operators it applies to (`split`, `join`, `slice1`).
+    pub operators: Vec<String>,
+    /// For a data type's bit patterns: the type.
+    #[serde(default)]
+    pub data_type: Option<String>,
+    pub text: String,
+    pub derived_from: String,
+}
+
+/// An assertion (a rule id or a property id) that no case can check at an operator and level
+/// although the tables do not rule it out, and why.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Uncheckable {
+    pub assertion: String,
+    pub operator: String,
+    pub levels: Vec<String>,
+    pub reason: String,
+}
+
+impl ExecutionProperty {
+    pub fn applies_to(&self, kind: OperatorKind) -> bool {
+        self.operators.iter().any(|o| o == kind.name())
+    }
+
+    pub fn data_type(&self) -> Option<DataType> {
+        (self.data_type.as_deref()).map(|t| DataType::from_name(t).expect("a known data type"))
+    }
+}
+
 pub struct Specs {
     pub split: OperatorSpec,
     pub join: OperatorSpec,
     pub slice1: OperatorSpec,
     pub common: CommonSpec,
+    pub execution: ExecutionSpec,
 }
 
 /// The parsed specs. They are compiled in, and a test parses them, so a failure here is a
@@ -98,7 +144,24 @@ pub fn specs() -> &'static Specs {
         join: serde_yaml::from_str(JOIN_YAML).expect("specs/join.yaml parses"),
         slice1: serde_yaml::from_str(SLICE1_YAML).expect("specs/slice1.yaml parses"),
         common: serde_yaml::from_str(TENSOR_YAML).expect("specs/tensor.yaml parses"),
+        execution: serde_yaml::from_str(EXECUTION_YAML)
+            .expect("specs/execution-properties.yaml parses"),
     })
+}
+
+/// Every execution property, in the file's order.
+pub fn execution_properties() -> &'static [ExecutionProperty] {
+    &specs().execution.properties
+}
+
+/// The operators a rule applies to: its own operator's, or all three for the common rules
+/// (tensor.yaml).
+pub fn rule_operators(rule_id: &str) -> Vec<OperatorKind> {
+    let own = rule_id.split('.').next().and_then(OperatorKind::from_name);
+    match own {
+        Some(kind) => vec![kind],
+        None => OperatorKind::ALL.to_vec(),
+    }
 }
 
 pub fn operator(kind: OperatorKind) -> &'static OperatorSpec {
@@ -203,6 +266,30 @@ mod tests {
             }
             for c in &spec.constraints {
                 assert!(c.id.starts_with(&format!("{}.", kind.name())), "{}", c.id);
+            }
+        }
+    }
+
+    #[test]
+    fn execution_properties_name_known_operators_and_types_and_no_rule_id() {
+        let mut ids = Vec::new();
+        for p in execution_properties() {
+            assert!(!p.operators.is_empty(), "{}", p.id);
+            for o in &p.operators {
+                assert!(OperatorKind::from_name(o).is_some(), "{}: {o}", p.id);
+            }
+            p.data_type();
+            assert!(constraint(&p.id).is_none(), "{} is a rule id", p.id);
+            ids.push(p.id.as_str());
+        }
+        let before = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), before, "property ids are unique");
+        for u in &specs().execution.uncheckable {
+            assert!(OperatorKind::from_name(&u.operator).is_some());
+            for l in &u.levels {
+                assert!(FeatureLevel::parse(l).is_some(), "{l}");
             }
         }
     }

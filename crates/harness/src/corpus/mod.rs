@@ -2,10 +2,12 @@
 //! cases/README.md) and the cheap pass before the parser (`scan`), tensor data and seeded
 //! inputs (`data`), loading from files, folders or the copy embedded in this crate (`load`),
 //! writing cases back out (`write`), the generated parts of the corpus (`generate`), and the
-//! digest that names a loaded corpus (`digest`). `read` reads any file a user hands in (case,
+//! digest that names a loaded corpus (`digest`); what each case checks (`assertions`, derived
+//! from its descriptor). `read` reads any file a user hands in (case,
 //! expectations and backends files): regular files only, size-bounded, YAML within a node
 //! budget, messages bounded.
 
+pub mod assertions;
 mod case;
 pub mod data;
 pub mod digest;

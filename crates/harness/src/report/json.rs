@@ -2,6 +2,7 @@
 //! exactly (JSON's own escapes lose nothing); the human-readable texts (`reason`, `details`,
 //! `notes`, the device) are escaped as for a terminal (`text`), since they get printed.
 
+use super::coverage::Coverage;
 use super::{Suite, Summary};
 use crate::expectations::device_version;
 use crate::run::CaseResult;
@@ -24,6 +25,9 @@ pub struct RunInfo {
     pub cases_time: Duration,
     /// The suite's version and commit, and the corpus it ran.
     pub suite: Suite,
+    /// What the run covered, by assertion: filled when the run finishes (None before, and
+    /// for reports made without a session).
+    pub coverage: Option<Coverage>,
 }
 
 /// One result as the JSON reports write it.
@@ -97,5 +101,9 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
         },
         "cases": cases,
     });
+    let mut report = report;
+    if let Some(coverage) = &info.coverage {
+        report["coverage"] = coverage.json();
+    }
     serde_json::to_string_pretty(&report).unwrap_or_default()
 }

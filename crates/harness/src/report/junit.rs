@@ -36,10 +36,15 @@ pub fn junit_report(info: &RunInfo, results: &[CaseResult]) -> String {
     }
     properties.push(("device", info.device.clone()));
     properties.push(("feature_level", info.feature_level.clone()));
+    let coverage = (info.coverage.iter()).flat_map(|c| c.junit_properties());
+    let properties = (properties.into_iter())
+        .map(|(name, value)| (name.to_string(), value))
+        .chain(coverage);
     for (name, value) in properties {
         let _ = write!(
             xml_out,
-            "<property name=\"{name}\" value=\"{}\"/>",
+            "<property name=\"{}\" value=\"{}\"/>",
+            xml_attribute(&name),
             xml_attribute(&value)
         );
     }

@@ -36,6 +36,8 @@ pub struct MatrixColumn {
     pub notes: Vec<String>,
     pub startup: Duration,
     pub cases_time: Duration,
+    /// What its run covered, by assertion (None: it did not run).
+    pub coverage: Option<super::coverage::Coverage>,
 }
 
 impl MatrixColumn {
@@ -351,6 +353,7 @@ impl Matrix {
                     "startup_s": c.startup.as_secs_f64(),
                     "cases_s": c.cases_time.as_secs_f64(),
                     "totals": totals_json(&t),
+                    "coverage": c.coverage.as_ref().map(|c| c.json()),
                 })
             })
             .collect();

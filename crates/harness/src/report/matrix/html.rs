@@ -417,8 +417,10 @@ pub fn page(matrix: &Matrix) -> String {
     } else {
         let _ = write!(h, "<ol>\n{failures}</ol>\n");
     }
+    h.push_str("</section>\n");
+    h.push_str(&coverage_section(matrix));
     h.push_str(
-        "</section>\n<section id=\"columns\"><h2>Backends</h2><table class=\"columns\"><tr>\
+        "<section id=\"columns\"><h2>Backends</h2><table class=\"columns\"><tr>\
          <th>--backend</th><th>implementation</th><th>device</th><th>version</th><th>profile</th>\
          <th>feature level</th><th>expectations</th><th>start-up (s)</th><th>cases (s)</th>\
          <th>totals</th><th>notes</th></tr>\n",
@@ -451,6 +453,54 @@ pub fn page(matrix: &Matrix) -> String {
         h,
         "</table></section>\n<script>{SCRIPT}</script>\n</body></html>\n"
     );
+    h
+}
+
+/// What each column's green covers: a row per assertion (rule or execution property), a
+/// column per backend, each cell the assertion's state in that run; the first row is each
+/// run's coverage line.
+fn coverage_section(matrix: &Matrix) -> String {
+    use crate::report::coverage::{State, all_assertions};
+    let mut h = String::from(
+        "<section id=\"coverage\"><h2>Coverage: what each backend's run checked</h2>\
+         <p style=\"margin:0 14px\">A row per assertion of the pages (a rule of specs/, or an \
+         execution property), a column per backend: <em>checked</em> when a case that tests it \
+         passed there; otherwise why not (docs/guide/conformance.md, \"What a run covered\").</p>\
+         <table class=\"columns\"><tr><th>assertion</th>",
+    );
+    for column in &matrix.columns {
+        let _ = write!(h, "<th>{}</th>", escape(&column.backend));
+    }
+    h.push_str("</tr>\n<tr><td>summary</td>");
+    for column in &matrix.columns {
+        let line = column
+            .coverage
+            .as_ref()
+            .map(|c| c.line())
+            .unwrap_or_default();
+        let _ = write!(h, "<td>{}</td>", escape(&line));
+    }
+    h.push_str("</tr>\n");
+    for assertion in all_assertions() {
+        let _ = write!(h, "<tr><td><code>{}</code></td>", escape(&assertion.id));
+        for column in &matrix.columns {
+            let state = (column.coverage.as_ref()).map(|c| c.state(&assertion.id));
+            let class = match state {
+                Some(State::Checked) => "passed",
+                Some(State::Failed) => "failed",
+                Some(State::KnownToDiffer) => "expected_failure",
+                Some(State::NotJudged) => "informational",
+                _ => "skipped",
+            };
+            let _ = write!(
+                h,
+                "<td class=\"{class}\">{}</td>",
+                state.map_or("did not run", State::name)
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table></section>\n");
     h
 }
 
