@@ -159,6 +159,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
         )));
     }
     options.device = first.device();
+    options.implementation = first.implementation();
     let command = campaign_command(&options, jobs, None).render();
     let budget = budget_text(&options);
     crate::say!(

@@ -139,6 +139,10 @@ impl<'a> Server<'a> {
                     "data_types": backend.data_types().iter().map(|d| d.name()).collect::<Vec<_>>(),
                     "device": backend.device(),
                 });
+                let implementation = backend.implementation();
+                if !implementation.is_empty() {
+                    hello["implementation"] = crate::process::implementation_json(&implementation);
+                }
                 match backend.validation_profile() {
                     ValidationProfile::Strict => {}
                     ValidationProfile::ValuesOnly => hello["profile"] = json!("values-only"),
