@@ -339,6 +339,7 @@ fn start_instances(
     let request = BackendRequest {
         name: backend_name.clone(),
         adapter: args.backend.adapter.clone(),
+        directml_dll: args.backend.directml_dll.clone(),
         process_timeout: args.backend.process_timeout,
         backend_config: args.backend.backend_config.clone(),
         ..Default::default()
