@@ -23,8 +23,8 @@ const BACKEND_HELP: &str = "Backend to test; the `backends` command lists them\n
 cpu, oracle, wgpu, directml (real DirectML: the DirectML.dll beside dmlcts.exe, or \
 --directml-dll PATH or $DMLCTS_DIRECTML_DLL, else the system's; run in a child dmlcts.exe on \
 the adapter --adapter picks), cpu-process, tract (tract-core in process), process:COMMAND (any \
-server speaking the backend protocol, which `dmlcts protocol` prints; started without a \
-shell), or a name from the backends file.";
+server speaking the backend protocol, which `dmlcts protocol` prints), or a name from the \
+backends file.";
 #[cfg(not(windows))]
 const BACKEND_HELP: &str = "Backend to test; the `backends` command lists them\n\n\
 cpu, oracle, wgpu, directml (the newest pinned DirectML.dll), directml@VERSION, cpu-process, \
