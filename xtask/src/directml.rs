@@ -1,4 +1,4 @@
-//! `cargo xtask directml setup | doctor | matrix`: everything real DirectML needs on Linux,
+//! `cargo xtask directml setup | doctor | matrix | windows-command`: everything real DirectML needs on Linux,
 //! prepared in target/directml-stack (outside git), idempotently: each step checks its own
 //! result first.
 //!
@@ -13,10 +13,12 @@
 //! The files: `pins` (the pinned DLLs and their download), `wine` (Debian's packages, Mesa 25,
 //! the Wine prefix), `cross_build` (the server and the shim for Windows), `setup` (the steps in
 //! order, and the start script), `doctor` (each piece checked), `matrix` (every version's run),
+//! `command` (the dmlcts command for Windows, run under Wine and compared with the server path),
 //! and `shell` (the leaf they share: running a command, a step's line, sha256, the stack's
-//! folder). They form no circle: setup -> {cross_build, pins, wine, doctor} -> shell, and no
+//! folder). They form no circle: command -> setup -> {cross_build, pins, wine, doctor} -> shell, and no
 //! module here uses this one (xtask/tests/module_graph.rs checks it).
 
+mod command;
 mod cross_build;
 mod doctor;
 mod matrix;
@@ -55,6 +57,15 @@ pub enum DirectmlCommand {
         #[arg(long)]
         write_guide: bool,
     },
+    /// The dmlcts command cross-built for Windows, run under Wine as a Windows user runs it
+    /// (dmlcts.exe beside DirectML.dll): the corpus on the CPU; per version, `adapters`, and
+    /// `--backend directml --adapter 0` with expectations/directml.yaml case for case as the
+    /// server path; a printed replay run again through Wine's cmd
+    WindowsCommand {
+        /// Pinned DirectML versions (e.g. 1.9.0 1.15.4), or `all` alone [default: the newest pin]
+        #[arg(value_name = "VERSION")]
+        versions: Vec<String>,
+    },
 }
 
 /// Why `cargo xtask directml` failed; main.rs says it and picks the exit status.
@@ -71,6 +82,8 @@ pub enum DirectmlError {
     Missing,
     /// The matrix stopped, or a version's run failed.
     Matrix(MatrixError),
+    /// A check of `windows-command` failed: what it found.
+    WindowsCommand(String),
 }
 
 /// The `Host::directml_ready` of `cargo xtask`: the pinned versions set up in the stack
@@ -137,6 +150,13 @@ pub fn directml_main(command: &DirectmlCommand) -> Result<(), DirectmlError> {
         }
         DirectmlCommand::Matrix { write_guide } => {
             matrix::matrix_main(*write_guide).map_err(DirectmlError::Matrix)
+        }
+        DirectmlCommand::WindowsCommand { versions } => {
+            let pins = pins_named(versions).map_err(|message| DirectmlError::NotPinned {
+                command: "windows-command",
+                message,
+            })?;
+            command::windows_command(&pins).map_err(DirectmlError::WindowsCommand)
         }
     }
 }

@@ -123,6 +123,10 @@ fn directml_status(result: Result<(), directml::DirectmlError>) -> i32 {
             dmlcts_cli::say_err!("directml matrix: {e}");
             1
         }
+        Err(DirectmlError::WindowsCommand(e)) => {
+            dmlcts_cli::say_err!("directml windows-command: {e}");
+            1
+        }
         Err(DirectmlError::Missing | DirectmlError::Matrix(MatrixError::RunsFailed)) => 1,
     }
 }
@@ -261,7 +265,9 @@ mod tests {
             _ => panic!("{line}: not directml"),
         };
         let versions = |command: &D| match command {
-            D::Setup { versions } | D::Doctor { versions } => versions.join(" "),
+            D::Setup { versions } | D::Doctor { versions } | D::WindowsCommand { versions } => {
+                versions.join(" ")
+            }
             D::Matrix { write_guide } => format!("write_guide {write_guide}"),
         };
         for (line, expected) in [
@@ -273,6 +279,7 @@ mod tests {
             ("directml doctor 1.15.4", "1.15.4"),
             ("directml matrix --write-guide", "write_guide true"),
             ("directml matrix", "write_guide false"),
+            ("directml windows-command 1.9.0 1.15.4", "1.9.0 1.15.4"),
         ] {
             let command = directml(line);
             assert_eq!(versions(&command), expected, "{line}");
@@ -281,6 +288,7 @@ mod tests {
                 D::Setup { .. } => verb == "setup",
                 D::Doctor { .. } => verb == "doctor",
                 D::Matrix { .. } => verb == "matrix",
+                D::WindowsCommand { .. } => verb == "windows-command",
             };
             assert!(matches, "{line}");
         }

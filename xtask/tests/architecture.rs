@@ -365,21 +365,31 @@ fn the_public_items_of_cli_are_the_listed_ones() {
 }
 
 /// A manifest's `[dependencies]` on the workspace's own crates (`dmlcts...` and the
-/// `dmlcts-cli` alias of package `dmlcts`), by package name.
+/// `dmlcts-cli` alias of package `dmlcts`), by package name; one under
+/// `[target.'cfg(X)'.dependencies]` as `NAME (X)`.
 fn own_dependencies(manifest: &Path) -> BTreeSet<String> {
     let text = std::fs::read_to_string(manifest).unwrap();
-    let mut in_dependencies = false;
+    let mut section: Option<String> = None;
     let mut out = BTreeSet::new();
     for line in text.lines() {
         if line.starts_with('[') {
-            in_dependencies = line.trim() == "[dependencies]";
+            let header = line.trim();
+            section = if header == "[dependencies]" {
+                Some(String::new())
+            } else {
+                (header.strip_prefix("[target.'cfg("))
+                    .and_then(|rest| rest.strip_suffix(")'.dependencies]"))
+                    .map(|cfg| format!(" ({cfg})"))
+            };
             continue;
         }
-        if !in_dependencies || !line.starts_with("dmlcts") {
+        let Some(suffix) = &section else { continue };
+        if !line.starts_with("dmlcts") {
             continue;
         }
         let key = line.split(['=', '.', ' ']).next().unwrap_or("");
-        out.insert(if key == "dmlcts-cli" { "dmlcts" } else { key }.to_string());
+        let key = if key == "dmlcts-cli" { "dmlcts" } else { key };
+        out.insert(format!("{key}{suffix}"));
     }
     out
 }

@@ -3,12 +3,13 @@
 //! descriptor heap are created once and reused for every case (creating a descriptor heap
 //! costs seconds under Wine); each case gets its own buffers.
 //!
-//! The files: `device` (the device, queue and heap set up once; buffers, binding tables,
+//! The files: `adapters` (DXGI's adapters, the chosen one, the listing), `device` (the device, queue and heap set up once; buffers, binding tables,
 //! submit-and-wait), `capabilities` (the loaded DLL's version, feature level and data types),
 //! `tensor` (tensor descriptors), `compile` (operator creation, compilation, initialization),
 //! `execute` (binding and dispatch), `transfer` (the upload, staging and readback) and
 //! `bindings` (barriers and buffer bindings, released by hand).
 
+mod adapters;
 mod bindings;
 mod capabilities;
 mod compile;
@@ -24,6 +25,7 @@ use std::sync::Mutex;
 pub struct DirectMlBackend {
     device: Mutex<Device>,
     description: String,
+    implementation: dmlcts_tensor::Implementation,
     level: FeatureLevel,
     data_types: Vec<DataType>,
 }
@@ -34,6 +36,16 @@ fn hresult_text(e: &windows::core::Error) -> String {
         e.code().0 as u32,
         e.message().trim()
     )
+}
+
+/// Every D3D12 adapter here, with DirectML's highest feature level on each from the DLL
+/// `dll` names (else the one beside the executable, else the system's); its path and version.
+pub fn list_adapters(
+    dll: Option<&std::path::Path>,
+) -> Result<(String, String, Vec<crate::AdapterListing>), String> {
+    let dll = device::DirectMlDll::load(dll)?;
+    let listing = adapters::listing(&dll)?;
+    Ok((dll.path.clone(), dll.version.clone(), listing))
 }
 
 impl DirectMlBackend {

@@ -28,8 +28,12 @@ pub struct BackendRequest {
     pub process_timeout: Option<Duration>,
     /// A file naming out-of-process backends (see backends.yaml).
     pub backend_config: Option<PathBuf>,
-    /// For GPU backends: a substring of the adapter's name, backend or driver.
+    /// For GPU backends: a substring of the adapter's name, backend or driver (DirectML on
+    /// Windows: an index from `dmlcts adapters`, `warp`, or text in its name).
     pub adapter: Option<String>,
+    /// DirectML on Windows: the DirectML.dll to load (else `DMLCTS_DIRECTML_DLL`, else the one
+    /// beside dmlcts.exe, else the system's).
+    pub directml_dll: Option<PathBuf>,
 }
 
 /// Makes a backend from a request (`resolve` with a host, or a test's own).
@@ -308,7 +312,10 @@ fn process(
 fn cpu_server_command(level: Option<FeatureLevel>) -> Result<String, String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this program to run `serve-cpu`: {e}"))?;
-    let mut command = format!("{} serve-cpu", shell_word(&exe.display().to_string()));
+    let mut command = format!(
+        "{} serve-cpu",
+        dmlcts_harness::command_word(&exe.display().to_string())
+    );
     if let Some(level) = level {
         command.push_str(&format!(" --feature-level {level}"));
     }
@@ -338,6 +345,24 @@ pub fn resolve(host: &Host, request: &BackendRequest) -> Result<Resolved, String
         }
         "tract" => return tract(),
         _ => {}
+    }
+    // On Windows, `directml` is the DirectML.dll this program finds, in a child of its own.
+    #[cfg(windows)]
+    if request.name == "directml" {
+        let dll = crate::directml::dll_choice(request.directml_dll.as_ref());
+        let command = crate::directml::server_command(request.adapter.as_deref(), dll.as_deref())?;
+        let mut request = request.clone();
+        if request.process_timeout.is_none() {
+            // WARP and first-seen shaders are slow; a hang is still caught.
+            request.process_timeout = Some(Duration::from_secs(60));
+        }
+        return process(
+            &command,
+            "directml",
+            &request,
+            None,
+            Some(Duration::from_secs(300)),
+        );
     }
     // `directml` (the newest pinned DirectML.dll) or `directml@VERSION`.
     if let Some(command) = (host.directml)(&request.name) {
@@ -476,9 +501,17 @@ fn directml_versions(stack: &Path) -> Vec<(Version, PathBuf)> {
     versions
 }
 
-/// `directml_names` for the installed binary: `directml` and each version set up in the stack.
+/// `directml_names` for the installed binary: `directml` and each version set up in the stack
+/// (on Windows, `directml` is the DirectML.dll dmlcts.exe loads itself).
 pub fn found_directml_names() -> Vec<(String, String)> {
-    directml_names_in(&directml_stack_dir())
+    let mut names = directml_names_in(&directml_stack_dir());
+    if cfg!(windows) {
+        names[0].1 = "real DirectML: the DirectML.dll beside dmlcts.exe (or --directml-dll PATH, \
+                      $DMLCTS_DIRECTML_DLL), else the system's, in a child dmlcts.exe on the \
+                      adapter --adapter picks (`dmlcts adapters` lists them)"
+            .to_string();
+    }
+    names
 }
 
 fn directml_names_in(stack: &Path) -> Vec<(String, String)> {

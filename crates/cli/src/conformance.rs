@@ -17,18 +17,27 @@ use dmlcts_tensor::FeatureLevel;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// `--backend`'s long help: where `directml` comes from differs by system.
+#[cfg(windows)]
+const BACKEND_HELP: &str = "Backend to test; the `backends` command lists them\n\n\
+cpu, oracle, wgpu, directml (real DirectML: the DirectML.dll beside dmlcts.exe, or \
+--directml-dll PATH or $DMLCTS_DIRECTML_DLL, else the system's; run in a child dmlcts.exe on \
+the adapter --adapter picks), cpu-process, tract (tract-core in process), process:COMMAND (any \
+server speaking the backend protocol, which `dmlcts protocol` prints), or a name from the \
+backends file.";
+#[cfg(not(windows))]
+const BACKEND_HELP: &str = "Backend to test; the `backends` command lists them\n\n\
+cpu, oracle, wgpu, directml (the newest pinned DirectML.dll), directml@VERSION, cpu-process, \
+tract (tract-core in process), process:COMMAND (any server speaking the backend protocol, \
+which `dmlcts protocol` prints; started with `sh -c COMMAND`), or a name from the backends \
+file. On Linux, directml runs under Wine from a dmlcts checkout: its `cargo xtask directml \
+setup` prepares the stack, which the installed binary finds in ./target/directml-stack or in \
+$DMLCTS_DIRECTML_STACK. On Windows, dmlcts.exe runs DirectML itself.";
+
 /// Options shared by every command that runs a backend.
 #[derive(Clone, Debug, Args)]
 pub struct BackendOptions {
-    /// Backend to test; the `backends` command lists them
-    ///
-    /// cpu, oracle, wgpu, directml (the newest pinned DirectML.dll), directml@VERSION,
-    /// cpu-process, tract (tract-core in process), process:COMMAND (any server speaking the
-    /// backend protocol, which `dmlcts protocol` prints; started with `sh -c COMMAND`), or a
-    /// name from the backends file. directml needs a dmlcts checkout: its `cargo xtask directml setup` prepares the
-    /// stack, which the installed binary finds in ./target/directml-stack or in
-    /// $DMLCTS_DIRECTML_STACK.
-    #[arg(long, value_name = "NAME", default_value = "cpu")]
+    #[arg(long, value_name = "NAME", default_value = "cpu", long_help = BACKEND_HELP)]
     pub backend: String,
     /// Names for out-of-process backends [default: backends.yaml]
     #[arg(long, value_name = "FILE")]
@@ -36,9 +45,14 @@ pub struct BackendOptions {
     /// Longest wait for one reply from an out-of-process backend [default: 10]
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub process_timeout: Option<Duration>,
-    /// GPU backends: the adapter whose name, backend or driver contains TEXT
+    /// GPU backends: the adapter whose name, backend or driver contains TEXT (DirectML on
+    /// Windows: an index from `dmlcts adapters`, `warp`, or text in the adapter's name)
     #[arg(long, value_name = "TEXT")]
     pub adapter: Option<String>,
+    /// DirectML on Windows: the DirectML.dll to load [default: $DMLCTS_DIRECTML_DLL, else the
+    /// one beside dmlcts.exe, else the system's]
+    #[arg(long, value_name = "PATH")]
+    pub directml_dll: Option<PathBuf>,
 }
 
 impl BackendOptions {
@@ -56,6 +70,9 @@ impl BackendOptions {
         }
         if let Some(adapter) = &self.adapter {
             words.extend(["--adapter".to_string(), adapter.clone()]);
+        }
+        if let Some(dll) = &self.directml_dll {
+            words.extend(["--directml-dll".to_string(), dll.display().to_string()]);
         }
         words
     }
@@ -353,6 +370,7 @@ fn resolve_backend(
         process_timeout: args.backend.process_timeout,
         backend_config: args.backend.backend_config.clone(),
         adapter: args.backend.adapter.clone(),
+        directml_dll: args.backend.directml_dll.clone(),
     };
     let starting = Instant::now();
     let resolved = resolve(&request)

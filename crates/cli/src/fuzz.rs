@@ -164,6 +164,7 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
         )));
     }
     options.device = first.device();
+    options.implementation = first.implementation();
     let command = campaign_command(&options, jobs, None).render();
     let budget = budget_text(&options);
     crate::say!(
@@ -351,6 +352,7 @@ fn start_instances(
     let request = BackendRequest {
         name: backend_name.clone(),
         adapter: args.backend.adapter.clone(),
+        directml_dll: args.backend.directml_dll.clone(),
         process_timeout: args.backend.process_timeout,
         backend_config: args.backend.backend_config.clone(),
         ..Default::default()

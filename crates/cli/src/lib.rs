@@ -10,6 +10,7 @@ pub mod out;
 mod backends;
 mod closing;
 mod conformance;
+mod directml;
 mod error;
 mod fuzz;
 mod matrix;
@@ -85,6 +86,13 @@ pub enum SuiteCommand {
     /// cpu-process` runs)
     #[command(hide = true)]
     ServeCpu(backends::ServeCpuArgs),
+    /// The D3D12 adapters DirectML can run on (Windows): index, name, vendor, driver version,
+    /// dedicated memory, software or hardware, DirectML's highest feature level there
+    Adapters(directml::AdaptersArgs),
+    /// Serve real DirectML over the backend protocol on stdin/stdout (Windows; what
+    /// `--backend directml` runs there, in a child process)
+    #[command(hide = true)]
+    ServeDirectml(directml::ServeDirectmlArgs),
 }
 
 impl SuiteCommand {
@@ -102,6 +110,8 @@ impl SuiteCommand {
                 Ok(Verdict::Passed)
             }
             SuiteCommand::ServeCpu(args) => backends::serve_cpu_main(&args),
+            SuiteCommand::Adapters(args) => directml::adapters_main(&args),
+            SuiteCommand::ServeDirectml(args) => directml::serve_directml_main(&args),
         }
     }
 }

@@ -405,6 +405,7 @@ impl Columns<'_> {
             process_timeout: args.process_timeout,
             backend_config: args.backend_config.clone(),
             adapter: args.adapter.clone(),
+            directml_dll: None,
         };
         let starting = Instant::now();
         let resolved = match (self.resolve)(&request) {

@@ -130,17 +130,22 @@ pub(crate) struct Bucketing<'a> {
 impl<'a> Bucketing<'a> {
     /// No buckets yet; `name` is the backend's own name, which expectations are keyed by.
     pub(crate) fn new(options: &'a CampaignOptions, name: &str) -> Bucketing<'a> {
+        let subject = dmlcts_harness::expectations::Subject {
+            backend: name.to_string(),
+            device: options.device.clone(),
+            implementation: options.implementation.clone(),
+        };
         let not_enforced: Vec<&NotEnforced> = options
             .not_enforced
             .iter()
-            .filter(|n| n.applies(name, &options.device))
+            .filter(|n| n.applies(&subject))
             .collect();
         Bucketing {
             options,
             known: options
                 .known_differences
                 .iter()
-                .filter(|k| k.applies(name, &options.device))
+                .filter(|k| k.applies(&subject))
                 .collect(),
             not_enforced_rules: not_enforced
                 .iter()

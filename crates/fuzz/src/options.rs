@@ -70,6 +70,9 @@ pub struct CampaignOptions {
     /// The backend's device text (expectations entries may key on it and on the version in
     /// it; the backend part of their key is matched against the backend's own `name()`).
     pub device: String,
+    /// The backend's implementation fields (`Backend::implementation`), which entries may
+    /// key on too (`implementation`, `versions`, `adapter`).
+    pub implementation: dmlcts_tensor::Implementation,
     pub known_differences: Vec<KnownDifference>,
     pub not_enforced: Vec<NotEnforced>,
     /// The `DMLCTS_*` settings that shaped the run, set before every replay command.
@@ -102,6 +105,7 @@ impl CampaignOptions {
             out_dir: None,
             backend_name: backend_name.to_string(),
             device: String::new(),
+            implementation: dmlcts_tensor::Implementation::default(),
             known_differences: Vec::new(),
             not_enforced: Vec::new(),
             env: Vec::new(),

@@ -208,6 +208,7 @@ impl<'a> Session<'a> {
         let mut info = RunInfo {
             backend: backend.name(),
             device: backend.device(),
+            implementation: backend.implementation(),
             feature_level: match options.feature_level {
                 Some(level) => level.to_string(),
                 None if levels.starts_with("each") => "each case's own".to_string(),
@@ -219,7 +220,7 @@ impl<'a> Session<'a> {
         // The expectations file's `not_enforced` entries for this backend add to its profile.
         let mut not_enforced: Vec<String> = (options.expectations.iter())
             .flat_map(|e| &e.not_enforced)
-            .filter(|n| n.applies(&info.backend, &info.device))
+            .filter(|n| n.applies(&info.subject()))
             .flat_map(|n| n.rules.iter().cloned())
             .collect();
         not_enforced.extend(options.not_enforced);
@@ -324,7 +325,7 @@ impl<'a> Session<'a> {
         for result in &mut results {
             result.id = tally.ids.unique(case_id(case));
             if let Some(expectations) = &self.expectations {
-                expectations.apply_to(&self.info.backend, &self.info.device, result);
+                expectations.apply_to(&self.info.subject(), result);
                 if result.reason == UNEXPECTED_PASS && result.replay.is_none() {
                     // The run's own replay command, which names the expectations file.
                     result.replay =
@@ -386,7 +387,7 @@ impl<'a> Session<'a> {
         let mut results = load_error_results(load_errors);
         for result in &mut results {
             if let Some(expectations) = &self.expectations {
-                expectations.apply_to(&self.info.backend, &self.info.device, result);
+                expectations.apply_to(&self.info.subject(), result);
             }
             reporter.event(&Event::LoadError(result));
         }
@@ -406,9 +407,7 @@ impl<'a> Session<'a> {
         self.info.startup += startup;
         self.info.cases_time = started.elapsed().saturating_sub(startup);
         let stale = match &self.expectations {
-            Some(expectations) => {
-                expectations.stale(&self.info.backend, &self.info.device, &results)
-            }
+            Some(expectations) => expectations.stale(&self.info.subject(), &results),
             None => Vec::new(),
         };
         let skipped_everything = self.skipped_everything();

@@ -332,7 +332,7 @@ fn an_expectations_file_that_is_not_one_names_its_file_line_and_field() {
         Expectations::load(&path).unwrap_err(),
         format!(
             "{}:4: expected_failures[0]: unknown field `reson`, expected one of `backend`, \
-             `device`, `versions`, `case`, `reason`",
+             `implementation`, `device`, `versions`, `adapter`, `case`, `reason`",
             path.display()
         )
     );

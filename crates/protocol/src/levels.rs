@@ -3,7 +3,7 @@
 
 use crate::ProcessBackend;
 use dmlcts_tensor::{
-    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, Implementation, OperatorDesc,
     ValidationProfile,
 };
 use std::sync::Arc;
@@ -38,6 +38,10 @@ impl Backend for ProcessBackendAtLevel {
 
     fn device(&self) -> String {
         self.process.device()
+    }
+
+    fn implementation(&self) -> Implementation {
+        self.process.implementation()
     }
 
     fn unavailable_reason(&self) -> Option<String> {

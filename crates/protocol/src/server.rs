@@ -139,6 +139,10 @@ impl<'a> Server<'a> {
                     "data_types": backend.data_types().iter().map(|d| d.name()).collect::<Vec<_>>(),
                     "device": backend.device(),
                 });
+                let implementation = backend.implementation();
+                if !implementation.is_empty() {
+                    hello["implementation"] = crate::process::implementation_json(&implementation);
+                }
                 match backend.validation_profile() {
                     ValidationProfile::Strict => {}
                     ValidationProfile::ValuesOnly => hello["profile"] = json!("values-only"),
@@ -310,6 +314,51 @@ mod tests {
     use super::*;
     use crate::frame::read_frame;
     use dmlcts_oracle::OracleBackend;
+
+    /// The oracle, saying what it runs as a DirectML on an adapter would.
+    struct Reporting(OracleBackend);
+
+    impl Backend for Reporting {
+        fn name(&self) -> String {
+            "reporting".to_string()
+        }
+        fn feature_level(&self) -> dmlcts_tensor::FeatureLevel {
+            self.0.feature_level()
+        }
+        fn implementation(&self) -> dmlcts_tensor::Implementation {
+            dmlcts_tensor::Implementation {
+                name: "directml".to_string(),
+                version: "1.15.4.0".to_string(),
+                adapter: dmlcts_tensor::AdapterInfo {
+                    name: "WARP".to_string(),
+                    vendor: "microsoft".to_string(),
+                    driver: String::new(),
+                },
+            }
+        }
+        fn compile(
+            &self,
+            op: &dmlcts_tensor::OperatorDesc,
+        ) -> Result<Box<dyn dmlcts_tensor::CompiledOperator + '_>, dmlcts_tensor::CompileError>
+        {
+            self.0.compile(op)
+        }
+    }
+
+    #[test]
+    fn a_hello_carries_the_implementation_a_backend_reports_and_none_when_it_reports_none() {
+        let hello = Frame::new(json!({"type": "hello", "protocol": PROTOCOL_VERSION}));
+        let backend = Reporting(OracleBackend::new(dmlcts_tensor::FeatureLevel::L4_1));
+        let reply = Server::new(&backend).handle(&hello).expect("a reply");
+        assert_eq!(
+            reply.header["implementation"],
+            json!({"name": "directml", "version": "1.15.4.0",
+                   "adapter": {"name": "WARP", "vendor": "microsoft"}})
+        );
+        let silent = OracleBackend::new(dmlcts_tensor::FeatureLevel::L4_1);
+        let reply = Server::new(&silent).handle(&hello).expect("a reply");
+        assert_eq!(reply.header.get("implementation"), None);
+    }
 
     /// A Split of a 48-byte FLOAT32 input into 16 and 32 bytes, compiled as operator 1.
     fn compile_split() -> Vec<u8> {

@@ -51,6 +51,52 @@ impl fmt::Display for CompileError {
     }
 }
 
+/// What a backend runs, as fields (not only as device text): the implementation, its version
+/// and the adapter it runs on. An expectations entry matches on them (`implementation:`,
+/// `versions:`, `adapter:`), so the same DirectML is judged by the same entries whether it was
+/// reached as `directml@1.15.4`, as a `process:` server or from the command on Windows. Every
+/// field is empty when the backend does not say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Implementation {
+    /// The implementation's own name, lower case: `directml`, `cpu`, `tract`.
+    pub name: String,
+    /// Its version, dotted: `1.15.4.0` (DirectML: the version resource of the DLL that loaded).
+    pub version: String,
+    pub adapter: AdapterInfo,
+}
+
+/// The adapter a backend runs on.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdapterInfo {
+    /// As the system names it: `NVIDIA GeForce RTX 4090`, `Microsoft Basic Render Driver`.
+    pub name: String,
+    /// The vendor, lower case: `nvidia`, `amd`, `intel`, `qualcomm`, `microsoft` for the PCI
+    /// vendor ids known to [`vendor_name`], else the id itself (`0x1af4`).
+    pub vendor: String,
+    /// The driver's version, dotted: `31.0.15.5222`.
+    pub driver: String,
+}
+
+impl Implementation {
+    /// Whether the backend said nothing about itself.
+    pub fn is_empty(&self) -> bool {
+        *self == Implementation::default()
+    }
+}
+
+/// A PCI vendor id as [`AdapterInfo::vendor`] writes it: a name for the vendors of D3D12
+/// adapters, else `0x` and the id in lower-case hex.
+pub fn vendor_name(id: u32) -> String {
+    match id {
+        0x10de => "nvidia".to_string(),
+        0x1002 | 0x1022 => "amd".to_string(),
+        0x8086 => "intel".to_string(),
+        0x5143 | 0x4d4f4351 => "qualcomm".to_string(),
+        0x1414 => "microsoft".to_string(),
+        other => format!("{other:#x}"),
+    }
+}
+
 /// One output as bound for execution, like a `DML_BUFFER_BINDING`: the tensor's bytes are
 /// `buffer[offset .. offset + size]`, where `size` is the descriptor's
 /// TotalTensorSizeInBytes. The rest of `buffer` belongs to the harness (guard bands) and
@@ -112,6 +158,12 @@ pub trait Backend: Send + Sync {
         String::new()
     }
 
+    /// The implementation, version and adapter, as fields an expectations file matches;
+    /// empty when the backend does not say (then entries match its name and device text).
+    fn implementation(&self) -> Implementation {
+        Implementation::default()
+    }
+
     /// Why this backend cannot run on this machine (no adapter, wrong OS), if it cannot.
     /// Every case is then reported as skipped with this reason.
     fn unavailable_reason(&self) -> Option<String> {
@@ -143,6 +195,9 @@ impl<B: Backend + ?Sized> Backend for &B {
     }
     fn device(&self) -> String {
         (**self).device()
+    }
+    fn implementation(&self) -> Implementation {
+        (**self).implementation()
     }
     fn unavailable_reason(&self) -> Option<String> {
         (**self).unavailable_reason()

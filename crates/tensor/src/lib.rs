@@ -98,7 +98,10 @@ mod profile;
 mod random;
 mod values;
 
-pub use backend::{Backend, CompileError, CompiledOperator, OutputBinding, Rejected};
+pub use backend::{
+    AdapterInfo, Backend, CompileError, CompiledOperator, Implementation, OutputBinding, Rejected,
+    vendor_name,
+};
 pub use copy_plan::{OutputPieces, Piece, copy_plan, merge_dimensions};
 pub use data_type::DataType;
 pub use desc::{Coordinates, TensorDesc, calc_buffer_tensor_size};

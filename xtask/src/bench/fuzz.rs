@@ -86,6 +86,9 @@ impl Backend for Planted {
     fn device(&self) -> String {
         self.real.device()
     }
+    fn implementation(&self) -> dmlcts_tensor::Implementation {
+        self.real.implementation()
+    }
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         let compiled = self.real.compile(op)?;
         match self.bug {

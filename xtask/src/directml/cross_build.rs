@@ -76,3 +76,26 @@ pub(super) fn server() -> Result<PathBuf, String> {
         .join(TARGET)
         .join("release/dmlcts-directml-server.exe"))
 }
+
+/// Cross-builds the dmlcts command for Windows (its slim build, as `cargo install` and the
+/// wheel make it); returns the .exe.
+pub(super) fn command_exe() -> Result<PathBuf, String> {
+    run(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--target",
+                TARGET,
+                "-p",
+                "dmlcts",
+            ])
+            .current_dir(crate::repository_root()),
+        "cross-building dmlcts.exe",
+    )?;
+    Ok(crate::repository_root()
+        .join("target")
+        .join(TARGET)
+        .join("release/dmlcts.exe"))
+}

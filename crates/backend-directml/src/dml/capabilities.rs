@@ -14,8 +14,9 @@ use windows::core::PCWSTR;
 use super::hresult_text;
 
 /// The file version in the version resource of a loaded module (DirectML.dll), as
-/// `major.minor.build.revision`: the DLL that really loaded, whatever was asked for.
-pub(super) fn file_version(module: HMODULE) -> Result<String, String> {
+/// `major.minor.build.revision`, with the file's path: the DLL that really loaded, whatever was
+/// asked for.
+pub(super) fn file_version(module: HMODULE) -> Result<(String, String), String> {
     let mut path = vec![0u16; 32 * 1024];
     // SAFETY: `path` is a writable buffer of the length passed; `module` is a loaded module.
     let length = unsafe { GetModuleFileNameW(Some(module), &mut path) } as usize;
@@ -59,13 +60,14 @@ pub(super) fn file_version(module: HMODULE) -> Result<String, String> {
     if fixed.dwSignature != 0xFEEF_04BD {
         return Err(format!("{name}: VS_FIXEDFILEINFO has a bad signature"));
     }
-    Ok(format!(
+    let version = format!(
         "{}.{}.{}.{}",
         fixed.dwFileVersionMS >> 16,
         fixed.dwFileVersionMS & 0xFFFF,
         fixed.dwFileVersionLS >> 16,
         fixed.dwFileVersionLS & 0xFFFF
-    ))
+    );
+    Ok((name, version))
 }
 
 /// IDMLDevice::CheckFeatureSupport for one query struct and its answer struct.

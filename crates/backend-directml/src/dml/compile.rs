@@ -43,6 +43,10 @@ impl Backend for DirectMlBackend {
         self.description.clone()
     }
 
+    fn implementation(&self) -> dmlcts_tensor::Implementation {
+        self.implementation.clone()
+    }
+
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
         if let Some(reason) = inexpressible(op) {
             return Err(CompileError::Unsupported(reason));

@@ -1,4 +1,4 @@
-//! Device and queue set-up: the D3D12 device on the first adapter, its queue, command
+//! Device and queue set-up: the D3D12 device on the chosen adapter, its queue, command
 //! allocator and list, fence and shader-visible descriptor heap, and the DirectML device from
 //! the DirectML.dll that loads, all created once; then buffers, binding tables and the
 //! submit-and-wait that every case uses.
@@ -12,12 +12,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use windows::Win32::AI::MachineLearning::DirectML::*;
 use windows::Win32::Foundation::HMODULE;
-use windows::Win32::Graphics::Direct3D::D3D_FEATURE_LEVEL_11_0;
 use windows::Win32::Graphics::Direct3D12::*;
 use windows::Win32::Graphics::Dxgi::Common::{DXGI_FORMAT_UNKNOWN, DXGI_SAMPLE_DESC};
-use windows::Win32::Graphics::Dxgi::{CreateDXGIFactory1, IDXGIFactory4};
 use windows::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress, LoadLibraryW};
-use windows::core::{GUID, HRESULT, IUnknown, Interface, PCSTR, PCWSTR};
+use windows::core::{GUID, HRESULT, Interface, PCSTR, PCWSTR};
 
 /// Descriptors in the one shader-visible heap; every binding table starts at its beginning.
 pub(super) const HEAP_DESCRIPTORS: u32 = 1024;
@@ -185,11 +183,70 @@ fn wine_version() -> Option<String> {
     }
 }
 
+/// DirectML.dll as loaded: the module and the version resource of the file that loaded.
+pub(super) struct DirectMlDll {
+    module: HMODULE,
+    pub(super) version: String,
+    pub(super) path: String,
+}
+
+impl DirectMlDll {
+    /// Loads DirectML.dll the way applications do: the file `path` names, else by name, which
+    /// Windows looks for beside the executable first, then in the system's folders.
+    pub(super) fn load(path: Option<&std::path::Path>) -> Result<DirectMlDll, String> {
+        let name = path.map_or_else(|| "DirectML.dll".to_string(), |p| p.display().to_string());
+        let wide: Vec<u16> = name.encode_utf16().chain([0]).collect();
+        // SAFETY: a NUL-terminated wide string that lives across the call.
+        let module = unsafe { LoadLibraryW(PCWSTR(wide.as_ptr())) }
+            .map_err(|e| format!("LoadLibraryW({name}): {}", hresult_text(&e)))?;
+        let (path, version) = file_version(module)?;
+        Ok(DirectMlDll {
+            module,
+            version,
+            path,
+        })
+    }
+}
+
+/// The DirectML device on `d3d`, from the loaded DLL's DMLCreateDevice1.
+pub(super) fn create_dml_device(
+    dll: &DirectMlDll,
+    d3d: &ID3D12Device,
+) -> Result<IDMLDevice, String> {
+    // SAFETY: GetProcAddress on a loaded module with a constant NUL-terminated name.
+    let create = unsafe { GetProcAddress(dll.module, PCSTR(c"DMLCreateDevice1".as_ptr().cast())) }
+        .ok_or_else(|| format!("{} has no DMLCreateDevice1", dll.path))?;
+    // SAFETY: DMLCreateDevice1's documented signature, declared above.
+    let create: DmlCreateDevice1 = unsafe { std::mem::transmute(create) };
+    let mut raw: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a live D3D12 device, the IDMLDevice IID and a local out pointer.
+    unsafe {
+        create(
+            d3d.as_raw(),
+            DML_CREATE_DEVICE_FLAG_NONE,
+            DML_FEATURE_LEVEL_1_0,
+            &IDMLDevice::IID,
+            &mut raw,
+        )
+    }
+    .ok()
+    .map_err(|e| format!("DMLCreateDevice1: {}", hresult_text(&e)))?;
+    // SAFETY: DMLCreateDevice1 succeeded, so raw is an owned IDMLDevice reference.
+    Ok(unsafe { IDMLDevice::from_raw(raw) })
+}
+
 impl DirectMlBackend {
-    /// Creates the D3D12 device (the first adapter, feature level 11_0), loads DirectML.dll
-    /// from next to the executable (or the search path) and creates the DirectML device.
+    /// DirectML on the system's default adapter, from the DirectML.dll beside the executable
+    /// (or the system's).
     pub fn new() -> Result<DirectMlBackend, String> {
-        let (d3d, adapter_name) = first_adapter_device()?;
+        DirectMlBackend::with_options(&crate::DirectMlOptions::default())
+    }
+
+    /// Creates the D3D12 device on the chosen adapter (feature level 11_0), loads DirectML.dll
+    /// (`DirectMlDll::load`) and creates the DirectML device.
+    pub fn with_options(options: &crate::DirectMlOptions) -> Result<DirectMlBackend, String> {
+        let adapter = super::adapters::choose(&options.adapter)?;
+        let d3d = super::adapters::d3d_device(&adapter)?;
         // SAFETY: plain COM/Win32 calls with valid arguments; out parameters are local.
         let (queue, allocator, list, fence) = unsafe {
             let queue_desc = D3D12_COMMAND_QUEUE_DESC {
@@ -210,10 +267,10 @@ impl DirectMlBackend {
                 .map_err(|e| hresult_text(&e))?;
             (queue, allocator, list, fence)
         };
-        let (dml, module) = load_directml(&d3d)?;
+        let dll = DirectMlDll::load(options.dll.as_deref())?;
+        let dml = create_dml_device(&dll, &d3d)?;
 
         let level = max_feature_level(&dml);
-        let version = file_version(module)?;
         let data_types = DataType::ALL
             .into_iter()
             .filter(|&dt| supports(&dml, dt))
@@ -233,6 +290,10 @@ impl DirectMlBackend {
                 dml.CreateCommandRecorder().map_err(|e| hresult_text(&e))?;
             (heap, recorder)
         };
+        let driver = match adapter.driver.as_str() {
+            "" => String::new(),
+            driver => format!(", driver {driver}"),
+        };
         Ok(DirectMlBackend {
             device: Mutex::new(Device {
                 d3d,
@@ -246,67 +307,26 @@ impl DirectMlBackend {
                 recorder,
             }),
             description: format!(
-                "DirectML.dll version {version} on {adapter_name}{}, DML feature level {level}",
+                "DirectML.dll version {} on {} ({}{driver}){}, DML feature level {level}",
+                dll.version,
+                adapter.name,
+                adapter.vendor,
                 match wine_version() {
                     Some(wine) => format!(" (the name Wine {wine} gives its Vulkan device)"),
                     None => String::new(),
                 }
             ),
+            implementation: dmlcts_tensor::Implementation {
+                name: "directml".to_string(),
+                version: dll.version,
+                adapter: dmlcts_tensor::AdapterInfo {
+                    name: adapter.name,
+                    vendor: adapter.vendor,
+                    driver: adapter.driver,
+                },
+            },
             level,
             data_types,
         })
-    }
-}
-
-/// The D3D12 device on the first DXGI adapter (feature level 11_0), and the adapter's name.
-fn first_adapter_device() -> Result<(ID3D12Device, String), String> {
-    // SAFETY: plain COM/Win32 calls with valid arguments; out parameters are local.
-    unsafe {
-        let factory: IDXGIFactory4 = CreateDXGIFactory1()
-            .map_err(|e| format!("CreateDXGIFactory1: {}", hresult_text(&e)))?;
-        let adapter = factory
-            .EnumAdapters1(0)
-            .map_err(|e| format!("no DXGI adapter: {}", hresult_text(&e)))?;
-        let desc = adapter.GetDesc1().map_err(|e| hresult_text(&e))?;
-        let end = desc
-            .Description
-            .iter()
-            .position(|&c| c == 0)
-            .unwrap_or(desc.Description.len());
-        let adapter_name = String::from_utf16_lossy(&desc.Description[..end]);
-        let mut d3d: Option<ID3D12Device> = None;
-        let unknown: IUnknown = adapter.cast().map_err(|e| hresult_text(&e))?;
-        D3D12CreateDevice(&unknown, D3D_FEATURE_LEVEL_11_0, &mut d3d)
-            .map_err(|e| format!("D3D12CreateDevice on {adapter_name}: {}", hresult_text(&e)))?;
-        let d3d = d3d.ok_or("D3D12CreateDevice returned nothing")?;
-        Ok((d3d, adapter_name))
-    }
-}
-
-/// Loads DirectML.dll (from next to the executable, or the search path) and creates the
-/// DirectML device on `d3d`; returns it with the loaded module, whose version is read later.
-fn load_directml(d3d: &ID3D12Device) -> Result<(IDMLDevice, HMODULE), String> {
-    // SAFETY: plain COM/Win32 calls with valid arguments; out parameters are local.
-    unsafe {
-        let dll: Vec<u16> = "DirectML.dll".encode_utf16().chain([0]).collect();
-        let module = LoadLibraryW(PCWSTR(dll.as_ptr()))
-            .map_err(|e| format!("LoadLibraryW(DirectML.dll): {}", hresult_text(&e)))?;
-        let create = GetProcAddress(module, PCSTR(c"DMLCreateDevice1".as_ptr().cast()))
-            .ok_or("DirectML.dll has no DMLCreateDevice1")?;
-        // SAFETY: DMLCreateDevice1's documented signature, declared above.
-        let create: DmlCreateDevice1 = std::mem::transmute(create);
-        let mut raw: *mut c_void = std::ptr::null_mut();
-        create(
-            d3d.as_raw(),
-            DML_CREATE_DEVICE_FLAG_NONE,
-            DML_FEATURE_LEVEL_1_0,
-            &IDMLDevice::IID,
-            &mut raw,
-        )
-        .ok()
-        .map_err(|e| format!("DMLCreateDevice1: {}", hresult_text(&e)))?;
-        // SAFETY: DMLCreateDevice1 succeeded, so raw is an owned IDMLDevice reference.
-        let dml = IDMLDevice::from_raw(raw);
-        Ok((dml, module))
     }
 }

@@ -5,9 +5,9 @@
 //! ```yaml
 //! known_differences:
 //!   - name: slice1 window shape          # how reports name the bucket
-//!     backend: directml                  # a backend name, or "*" for any
-//!     device: "llvmpipe"                 # optional: a substring of the backend's device text
-//!     versions: ">=1.12.1, <1.15"        # optional: as in expected_failures (`versions`)
+//!     implementation: directml           # which backends, as in expected_failures
+//!     # backend: directml                # (`subject`: backend, implementation, device,
+//!     versions: ">=1.12.1, <1.15"        # versions, adapter)
 //!     check: values                      # optional: only failures of this check
 //!     predicate: slice1.output_smaller_than_window   # a named predicate on the descriptor,
 //!     # signature: values.slice1.e4.output_smaller_inner  # or a bucket signature
@@ -18,7 +18,8 @@
 //!     reason: ONNX clamps windows
 //! ```
 
-use crate::expectations::VersionSpec;
+use crate::expectations::subject::Key;
+use crate::expectations::{AdapterMatch, Subject, VersionSpec};
 use dmlcts_tensor::OperatorDesc;
 use serde::Deserialize;
 
@@ -26,11 +27,16 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct KnownDifference {
     pub name: String,
-    pub backend: String,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub implementation: Option<String>,
     #[serde(default)]
     pub device: Option<String>,
     #[serde(default)]
     pub versions: Option<VersionSpec>,
+    #[serde(default)]
+    pub adapter: Option<AdapterMatch>,
     #[serde(default)]
     pub check: Option<String>,
     #[serde(default)]
@@ -43,11 +49,16 @@ pub struct KnownDifference {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotEnforced {
-    pub backend: String,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub implementation: Option<String>,
     #[serde(default)]
     pub device: Option<String>,
     #[serde(default)]
     pub versions: Option<VersionSpec>,
+    #[serde(default)]
+    pub adapter: Option<AdapterMatch>,
     pub rules: Vec<String>,
     pub reason: String,
 }
@@ -261,30 +272,24 @@ fn output_overlap_without_zero_stride(op: &OperatorDesc) -> bool {
     })
 }
 
-/// Whether an entry keyed by backend, device text and versions applies to this backend.
-fn applies(
-    (entry_backend, entry_device, versions): (&str, Option<&str>, Option<&VersionSpec>),
-    backend: &str,
-    device: &str,
-) -> bool {
-    (entry_backend == "*" || entry_backend == backend)
-        && entry_device.is_none_or(|d| device.contains(d))
-        && versions.is_none_or(|v| v.matches_device(device))
-}
-
 impl KnownDifference {
-    pub fn applies(&self, backend: &str, device: &str) -> bool {
-        let key = (
-            self.backend.as_str(),
-            self.device.as_deref(),
-            self.versions.as_ref(),
-        );
-        applies(key, backend, device)
+    fn key(&self) -> Key<'_> {
+        Key {
+            backend: self.backend.as_deref(),
+            implementation: self.implementation.as_deref(),
+            device: self.device.as_deref(),
+            versions: self.versions.as_ref(),
+            adapter: self.adapter.as_ref(),
+        }
+    }
+
+    pub fn applies(&self, subject: &Subject) -> bool {
+        self.key().applies(subject)
     }
 
     /// The entry's own problems, as `field: what` lines (checked on load).
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems = self.key().problems();
         match (&self.predicate, &self.signature) {
             (None, None) => problems.push("needs a `predicate` or a `signature`".to_string()),
             (Some(_), Some(_)) => {
@@ -309,21 +314,28 @@ impl KnownDifference {
 }
 
 impl NotEnforced {
-    pub fn applies(&self, backend: &str, device: &str) -> bool {
-        let key = (
-            self.backend.as_str(),
-            self.device.as_deref(),
-            self.versions.as_ref(),
-        );
-        applies(key, backend, device)
+    fn key(&self) -> Key<'_> {
+        Key {
+            backend: self.backend.as_deref(),
+            implementation: self.implementation.as_deref(),
+            device: self.device.as_deref(),
+            versions: self.versions.as_ref(),
+            adapter: self.adapter.as_ref(),
+        }
+    }
+
+    pub fn applies(&self, subject: &Subject) -> bool {
+        self.key().applies(subject)
     }
 
     pub fn problems(&self) -> Vec<String> {
-        self.rules
-            .iter()
-            .filter(|rule| dmlcts_oracle::spec::constraint(rule).is_none())
-            .map(|rule| format!("rules: unknown rule `{rule}` (rule ids are in specs/)"))
-            .collect()
+        let mut problems = self.key().problems();
+        problems.extend(
+            (self.rules.iter())
+                .filter(|rule| dmlcts_oracle::spec::constraint(rule).is_none())
+                .map(|rule| format!("rules: unknown rule `{rule}` (rule ids are in specs/)")),
+        );
+        problems
     }
 }
 

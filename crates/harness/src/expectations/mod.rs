@@ -1,12 +1,17 @@
 //! The expectations file (`--expectations FILE`), in one place: what a backend is expected to
 //! fail in the corpus (`expected_failures`, here), the known differences and not-enforced rules
-//! of fuzz campaigns (`known`), and which versions of a backend an entry is about (`versions`).
+//! of fuzz campaigns (`known`), which backends an entry is about (`subject`: by name, or by
+//! the implementation, version and adapter a backend reports) and which versions (`versions`).
 
 mod known;
+mod subject;
 mod versions;
 
 pub use known::{KnownDifference, NotEnforced, PREDICATES, Predicate, predicate};
+pub use subject::{AdapterMatch, Subject};
 pub use versions::{Version, VersionSpec, device_version};
+
+use subject::Key;
 
 use crate::corpus::read::{EXPECTATIONS_FILE, load_yaml};
 use crate::run::LOAD_ERROR_ID_PREFIX;
@@ -18,10 +23,13 @@ use std::path::Path;
 ///
 /// ```yaml
 /// expected_failures:
-///   - backend: directml       # a backend name, or "*" for any
+///   - implementation: directml  # what the backend runs, however it was reached; or
+///     # backend: directml       # a --backend name, or "*" for any (one of the two, or both)
 ///     device: "llvmpipe"      # optional: a substring of the backend's device text
 ///     versions: ">=1.12.1, <1.15"  # optional: the versions it fails on (`versions`);
-///                             # matched against the `version X.Y.Z` in the device text
+///                             # matched against the implementation's version, else the
+///                             # `version X.Y.Z` in the device text
+///     adapter: {vendor: nvidia, driver: "31.0.15.5000-31.0.15.5999"}  # optional (`subject`)
 ///     case: some.case.name    # exact case name
 ///     reason: why it fails, and what settles it
 /// ```
@@ -46,25 +54,35 @@ pub struct Expectations {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectedFailure {
-    pub backend: String,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub implementation: Option<String>,
     #[serde(default)]
     pub device: Option<String>,
     #[serde(default)]
     pub versions: Option<VersionSpec>,
+    #[serde(default)]
+    pub adapter: Option<AdapterMatch>,
     pub case: String,
     pub reason: String,
 }
 
 impl ExpectedFailure {
-    /// Whether the entry is about this backend on this device (and this version, where it
-    /// names versions: an entry for another version is not about this run at all).
-    fn applies(&self, backend: &str, device: &str) -> bool {
-        (self.backend == "*" || self.backend == backend)
-            && self.device.as_deref().is_none_or(|d| device.contains(d))
-            && self
-                .versions
-                .as_ref()
-                .is_none_or(|v| v.matches_device(device))
+    fn key(&self) -> Key<'_> {
+        Key {
+            backend: self.backend.as_deref(),
+            implementation: self.implementation.as_deref(),
+            device: self.device.as_deref(),
+            versions: self.versions.as_ref(),
+            adapter: self.adapter.as_ref(),
+        }
+    }
+
+    /// Whether the entry is about this backend (and this version and adapter, where it names
+    /// them: an entry for another version is not about this run at all).
+    pub fn applies(&self, subject: &Subject) -> bool {
+        self.key().applies(subject)
     }
 }
 
@@ -74,12 +92,20 @@ impl Expectations {
     /// MESSAGE` where the parser names them.
     pub fn load(path: &Path) -> Result<Expectations, String> {
         let expectations: Expectations = load_yaml(path, &EXPECTATIONS_FILE)?;
-        let problems: Vec<String> = (expectations.known_differences.iter().enumerate())
-            .flat_map(|(i, k)| {
-                k.problems()
+        let problems: Vec<String> = (expectations.expected_failures.iter().enumerate())
+            .flat_map(|(i, e)| {
+                e.key()
+                    .problems()
                     .into_iter()
-                    .map(move |p| format!("known_differences[{i}] ({}): {p}", k.name))
+                    .map(move |p| format!("expected_failures[{i}] ({}): {p}", e.case))
             })
+            .chain(
+                (expectations.known_differences.iter().enumerate()).flat_map(|(i, k)| {
+                    k.problems()
+                        .into_iter()
+                        .map(move |p| format!("known_differences[{i}] ({}): {p}", k.name))
+                }),
+            )
             .chain(
                 (expectations.not_enforced.iter().enumerate()).flat_map(|(i, n)| {
                     n.problems()
@@ -94,10 +120,10 @@ impl Expectations {
         }
     }
 
-    fn find(&self, backend: &str, device: &str, case: &str) -> Option<&ExpectedFailure> {
+    fn find(&self, subject: &Subject, case: &str) -> Option<&ExpectedFailure> {
         self.expected_failures
             .iter()
-            .find(|e| e.case == case && e.applies(backend, device))
+            .find(|e| e.case == case && e.applies(subject))
     }
 
     /// An expected failure that fails becomes `ExpectedFailure`; one that passes fails the
@@ -107,16 +133,16 @@ impl Expectations {
     /// A case file's load error is matched by its result id (`load-error:FILE:LINE`), never
     /// by the name of the case it broke: a broken case named like an expected failure must
     /// not pass as that failure.
-    pub fn apply(&self, backend: &str, device: &str, results: &mut [CaseResult]) -> Vec<String> {
+    pub fn apply(&self, subject: &Subject, results: &mut [CaseResult]) -> Vec<String> {
         for result in results.iter_mut() {
-            self.apply_to(backend, device, result);
+            self.apply_to(subject, result);
         }
-        self.stale(backend, device, results)
+        self.stale(subject, results)
     }
 
     /// `apply` for one result, as a run's step applies it to each case as it finishes.
-    pub fn apply_to(&self, backend: &str, device: &str, result: &mut CaseResult) {
-        let Some(expected) = self.find(backend, device, expectation_key(result)) else {
+    pub fn apply_to(&self, subject: &Subject, result: &mut CaseResult) {
+        let Some(expected) = self.find(subject, expectation_key(result)) else {
             return;
         };
         match result.status {
@@ -129,7 +155,7 @@ impl Expectations {
             Status::Passed => {
                 result.status = Status::Failed;
                 result.reason = UNEXPECTED_PASS.to_string();
-                let on = match (&expected.versions, device_version(device)) {
+                let on = match (&expected.versions, subject.version()) {
                     (Some(versions), Some(version)) => {
                         format!(" on versions {versions}, and this is {version}")
                     }
@@ -146,10 +172,10 @@ impl Expectations {
     }
 
     /// The expected failures for this backend naming no case among `results`.
-    pub fn stale(&self, backend: &str, device: &str, results: &[CaseResult]) -> Vec<String> {
+    pub fn stale(&self, subject: &Subject, results: &[CaseResult]) -> Vec<String> {
         self.expected_failures
             .iter()
-            .filter(|e| e.applies(backend, device))
+            .filter(|e| e.applies(subject))
             .filter(|e| !results.iter().any(|r| expectation_key(r) == e.case))
             .map(|e| e.case.clone())
             .collect()
@@ -203,8 +229,11 @@ expected_failures:
     reason: old bug
 "#;
 
-    fn device(version: &str) -> String {
-        format!("directml: DirectML.dll version {version} on llvmpipe, DML feature level 6_1")
+    fn device(version: &str) -> Subject {
+        Subject::named(
+            "directml",
+            &format!("directml: DirectML.dll version {version} on llvmpipe, DML feature level 6_1"),
+        )
     }
 
     #[test]
@@ -212,7 +241,7 @@ expected_failures:
         let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
         for (version, a_expected) in [("1.12.1.0", true), ("1.13.1.0", true), ("1.15.4.0", false)] {
             let mut results = vec![result("a", Status::Failed), result("b", Status::Passed)];
-            let stale = expectations.apply("directml", &device(version), &mut results);
+            let stale = expectations.apply(&device(version), &mut results);
             let a_status = if a_expected {
                 Status::ExpectedFailure
             } else {
@@ -229,7 +258,7 @@ expected_failures:
     fn an_entry_for_the_running_version_that_passes_fails_the_run() {
         let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
         let mut results = vec![result("a", Status::Passed), result("b", Status::Passed)];
-        expectations.apply("directml", &device("1.13.1.0"), &mut results);
+        expectations.apply(&device("1.13.1.0"), &mut results);
         assert_eq!(results[0].status, Status::Failed);
         assert_eq!(results[0].reason, "unexpected pass");
         assert_eq!(
@@ -239,7 +268,7 @@ expected_failures:
         );
         assert_eq!(results[1].status, Status::Passed);
         let mut results = vec![result("b", Status::Passed)];
-        expectations.apply("directml", &device("1.9.0.0"), &mut results);
+        expectations.apply(&device("1.9.0.0"), &mut results);
         assert_eq!(results[0].reason, "unexpected pass");
     }
 
@@ -247,9 +276,12 @@ expected_failures:
     fn stale_entries_are_only_those_for_the_running_version() {
         let expectations: Expectations = serde_yaml::from_str(FILE).unwrap();
         let mut results = vec![result("other", Status::Passed)];
-        let stale = expectations.apply("directml", &device("1.9.0.0"), &mut results);
+        let stale = expectations.apply(&device("1.9.0.0"), &mut results);
         assert_eq!(stale, vec!["b".to_string()]);
-        let stale = expectations.apply("directml", "a device with no version", &mut results);
+        let stale = expectations.apply(
+            &Subject::named("directml", "a device with no version"),
+            &mut results,
+        );
         assert!(stale.is_empty(), "{stale:?}");
     }
 
@@ -279,7 +311,7 @@ expected_failures:
         };
         let mut results = vec![crate::load_error_result(&error)];
         assert_eq!(results[0].name, "a");
-        let stale = expectations.apply("directml", &device("1.13.1.0"), &mut results);
+        let stale = expectations.apply(&device("1.13.1.0"), &mut results);
         assert_eq!(results[0].status, Status::Failed);
         assert_eq!(results[0].reason, "case file error");
         assert!(results[0].notes.is_empty(), "{:?}", results[0].notes);
@@ -290,7 +322,7 @@ expected_failures:
             "expected_failures:\n  - backend: directml\n    case: \"load-error:mine.yaml:3\"\n    reason: known broken file\n",
         )
         .unwrap();
-        let stale = by_id.apply("directml", &device("1.13.1.0"), &mut results);
+        let stale = by_id.apply(&device("1.13.1.0"), &mut results);
         assert_eq!(results[0].status, Status::ExpectedFailure);
         assert!(stale.is_empty(), "{stale:?}");
     }

@@ -5,8 +5,9 @@
 //! entry's `versions` is one requirement or a list of them (any may match); a requirement is
 //! a bare version, which matches every version that starts with it (`1.12` is every 1.12.x,
 //! `1.12.1` is 1.12.1 and 1.12.1.0), or comparisons joined by commas, all
-//! of which must hold (`>=1.12.1, <1.15`). Missing components count as 0 in comparisons, so
-//! `1.15.4.0` equals `1.15.4`.
+//! of which must hold (`>=1.12.1, <1.15`), or a range `1.9.0-1.12.1` (both ends included:
+//! `>=1.9.0, <=1.12.1`). Missing components count as 0 in comparisons, so `1.15.4.0` equals
+//! `1.15.4`. The same requirements match a driver's version (`adapter: {driver: ...}`).
 
 use serde::Deserialize;
 use std::cmp::Ordering;
@@ -129,10 +130,26 @@ impl Requirement {
         if text.trim().is_empty() {
             return Err("an empty version requirement".to_string());
         }
-        let all = text
-            .split(',')
-            .map(Comparison::parse)
-            .collect::<Result<_, _>>()?;
+        let mut all = Vec::new();
+        for part in text.split(',') {
+            // `A-B`: from A to B, both included.
+            let range = part.split_once('-').and_then(|(low, high)| {
+                Some((Version::parse(low.trim())?, Version::parse(high.trim())?))
+            });
+            match range {
+                Some((low, high)) => all.extend([
+                    Comparison {
+                        operator: Operator::GreaterOrEqual,
+                        version: low,
+                    },
+                    Comparison {
+                        operator: Operator::LessOrEqual,
+                        version: high,
+                    },
+                ]),
+                None => all.push(Comparison::parse(part)?),
+            }
+        }
         Ok(Requirement {
             text: text.trim().to_string(),
             all,
@@ -249,6 +266,25 @@ mod tests {
         assert!(spec(&["<=1.10.1"]).matches(&v("1.10.1.0")));
         assert!(spec(&["=1.9"]).matches(&v("1.9.0.0")));
         assert!(!spec(&["=1.9"]).matches(&v("1.9.1")));
+    }
+
+    #[test]
+    fn a_hyphen_range_includes_both_ends_and_nothing_outside() {
+        let range = spec(&["1.9.0-1.12.1"]);
+        for inside in ["1.9.0", "1.9.0.0", "1.10.1", "1.12.1", "1.12.1.0"] {
+            assert!(range.matches(&v(inside)), "{inside}");
+        }
+        for outside in ["1.8.9", "1.12.1.1", "1.12.2", "1.13.1", "1.15.4.0"] {
+            assert!(!range.matches(&v(outside)), "{outside}");
+        }
+        // A driver's four-part version, with a comparison after it.
+        let drivers = spec(&["31.0.15.5000-31.0.15.5999, <31.0.15.5500"]);
+        assert!(drivers.matches(&v("31.0.15.5222")));
+        assert!(!drivers.matches(&v("31.0.15.5500")));
+        assert!(!drivers.matches(&v("31.0.15.4999")));
+        for bad in ["1.9-", "-1.9", "1.9-x", "1.9--1.10"] {
+            assert!(VersionSpec::parse(&[bad.to_string()]).is_err(), "{bad}");
+        }
     }
 
     #[test]

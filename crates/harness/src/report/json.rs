@@ -4,7 +4,7 @@
 
 use super::coverage::Coverage;
 use super::{Suite, Summary};
-use crate::expectations::device_version;
+use crate::expectations::Subject;
 use crate::run::CaseResult;
 use crate::text;
 use std::time::Duration;
@@ -14,6 +14,9 @@ use std::time::Duration;
 pub struct RunInfo {
     pub backend: String,
     pub device: String,
+    /// What the backend says it runs (`Backend::implementation`): reports write it, and
+    /// expectations entries match it.
+    pub implementation: dmlcts_tensor::Implementation,
     /// The level the run was at: one level, or "each case's own".
     pub feature_level: String,
     pub strict_level: bool,
@@ -63,6 +66,35 @@ pub fn result_json(r: &CaseResult) -> serde_json::Value {
     entry
 }
 
+impl RunInfo {
+    /// The backend as expectations entries see it.
+    pub fn subject(&self) -> Subject {
+        Subject {
+            backend: self.backend.clone(),
+            device: self.device.clone(),
+            implementation: self.implementation.clone(),
+        }
+    }
+}
+
+/// The implementation fields as the report writes them (escaped as the device is); null when
+/// the backend said nothing.
+fn implementation_json(implementation: &dmlcts_tensor::Implementation) -> serde_json::Value {
+    if implementation.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let adapter = &implementation.adapter;
+    serde_json::json!({
+        "name": text::line(&implementation.name),
+        "version": text::line(&implementation.version),
+        "adapter": {
+            "name": text::line(&adapter.name),
+            "vendor": text::line(&adapter.vendor),
+            "driver": text::line(&adapter.driver),
+        },
+    })
+}
+
 pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
     let summary = Summary::of(results);
     let cases: Vec<serde_json::Value> = results.iter().map(result_json).collect();
@@ -78,7 +110,8 @@ pub fn json_report(info: &RunInfo, results: &[CaseResult]) -> String {
             "backend": text::line(&info.backend),
             "validation_profile": info.validation_profile,
             "device": text::line(&info.device),
-            "version": device_version(&info.device).map(|v| v.to_string()),
+            "version": info.subject().version().map(|v| v.to_string()),
+            "implementation": implementation_json(&info.implementation),
             "feature_level": info.feature_level,
             "strict_level": info.strict_level,
             "startup_s": info.startup.as_secs_f64(),

@@ -1,5 +1,6 @@
 //! Replay commands: the command that runs one case again, the same way, built from data (its
-//! words) and rendered for a POSIX shell with every word quoted where it needs it. Nothing is
+//! words) and rendered for the shell it is printed for (a POSIX shell; on Windows, cmd; or
+//! PowerShell, `Shell`) with every word quoted where it needs it. Nothing is
 //! ever parsed back out of a failure's text, so no text from a backend or a case file can
 //! become a command: a case's name is one word, whatever it holds.
 
@@ -34,9 +35,45 @@ impl Replay {
         self
     }
 
+    /// The command line for this system's shell (`Shell::HOST`).
+    pub fn render(&self) -> String {
+        self.render_for(Shell::HOST)
+    }
+
+    /// The command line for `shell`: its settings then its words, each quoted for that shell.
+    pub fn render_for(&self, shell: Shell) -> String {
+        match shell {
+            Shell::Posix => self.render_posix(),
+            Shell::Cmd => {
+                let mut line = String::new();
+                for (name, value) in &self.env {
+                    line.push_str(&format!("set {}& ", cmd_escape(&format!("{name}={value}"))));
+                }
+                let words: Vec<String> = self.words.iter().map(|w| cmd_word(w)).collect();
+                line + &words.join(" ")
+            }
+            Shell::PowerShell => {
+                let mut line = String::new();
+                for (name, value) in &self.env {
+                    line.push_str(&format!(
+                        "${{env:{}}} = {}; ",
+                        name.replace('}', "`}"),
+                        powershell_quote(value)
+                    ));
+                }
+                let words: Vec<String> = self.words.iter().map(|w| powershell_word(w)).collect();
+                match words.first() {
+                    // A quoted program is a string to PowerShell until `&` calls it.
+                    Some(first) if first.starts_with('\'') => line + "& " + &words.join(" "),
+                    _ => line + &words.join(" "),
+                }
+            }
+        }
+    }
+
     /// The command line for a POSIX shell: `NAME=value ... word ...`, each word quoted where
     /// it needs it. Settings whose names a shell cannot assign go through `env`.
-    pub fn render(&self) -> String {
+    fn render_posix(&self) -> String {
         let mut parts: Vec<String> = Vec::new();
         if self.env.iter().any(|(name, _)| !is_shell_name(name)) {
             parts.push("env".to_string());
@@ -82,6 +119,104 @@ pub fn shell_word(word: &str) -> String {
         word.to_string()
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The shells a replay command is printed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    /// sh, bash, zsh: `shell_word`.
+    Posix,
+    /// Windows' cmd: each word quoted as Windows programs split their command line
+    /// (`argv_word`), then cmd's own characters escaped with `^` (`cmd_escape`).
+    Cmd,
+    /// PowerShell: single quotes, `''` for a quote; `& ` before a quoted program.
+    PowerShell,
+}
+
+impl Shell {
+    /// The shell commands are printed for on this system: cmd on Windows, else a POSIX one.
+    pub const HOST: Shell = if cfg!(windows) {
+        Shell::Cmd
+    } else {
+        Shell::Posix
+    };
+}
+
+/// Quotes a word as Windows programs split their command line (the C runtime's rules, which
+/// Rust's std follows too): words with a space, a tab or a quote, and empty words, go in
+/// double quotes, with `\"` for a quote and the backslashes before a quote (or the closing
+/// one) doubled. The word a server command is given on Windows, where no shell reads it.
+pub fn argv_word(word: &str) -> String {
+    if !word.is_empty() && !word.contains([' ', '\t', '\n', '\x0b', '"']) {
+        return word.to_string();
+    }
+    let mut quoted = String::from('"');
+    let mut backslashes = 0;
+    for c in word.chars() {
+        match c {
+            '\\' => backslashes += 1,
+            '"' => {
+                quoted.push_str(&"\\".repeat(2 * backslashes + 1));
+                quoted.push('"');
+                backslashes = 0;
+            }
+            _ => {
+                quoted.push_str(&"\\".repeat(backslashes));
+                quoted.push(c);
+                backslashes = 0;
+            }
+        }
+    }
+    quoted.push_str(&"\\".repeat(2 * backslashes));
+    quoted.push('"');
+    quoted
+}
+
+/// cmd's special characters escaped with `^`, quotes included, so that cmd never enters its
+/// quoted state and passes every character on as written (`%` too: `^%` stops expansion on a
+/// command line).
+fn cmd_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "^&|<>()%!\"".contains(c) {
+            escaped.push('^');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// A word for cmd: `argv_word`, then `cmd_escape`.
+fn cmd_word(word: &str) -> String {
+    cmd_escape(&argv_word(word))
+}
+
+/// A PowerShell string literal in single quotes (nothing inside is special but the quote).
+fn powershell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// A word for PowerShell: plain (letters, digits, `-_./:\\=+`) or single-quoted.
+fn powershell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:\\=+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        powershell_quote(word)
+    }
+}
+
+/// The word of a server command on this system: `argv_word` on Windows (no shell reads it
+/// there), `shell_word` elsewhere.
+pub fn command_word(word: &str) -> String {
+    if cfg!(windows) {
+        argv_word(word)
+    } else {
+        shell_word(word)
     }
 }
 
@@ -205,6 +340,132 @@ impl ReplayRecipe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Splits a command line as the C runtime does (the rules `argv_word` quotes for), to
+    /// check that each word comes back whole.
+    fn crt_split(line: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut chars = line.chars().peekable();
+        loop {
+            while chars.peek().is_some_and(|c| *c == ' ' || *c == '\t') {
+                chars.next();
+            }
+            if chars.peek().is_none() {
+                return words;
+            }
+            let (mut word, mut quoted, mut backslashes) = (String::new(), false, 0usize);
+            while let Some(&c) = chars.peek() {
+                if !quoted && (c == ' ' || c == '\t') {
+                    break;
+                }
+                chars.next();
+                match c {
+                    '\\' => backslashes += 1,
+                    '"' => {
+                        word.push_str(&"\\".repeat(backslashes / 2));
+                        if backslashes % 2 == 1 {
+                            word.push('"');
+                        } else {
+                            quoted = !quoted;
+                        }
+                        backslashes = 0;
+                    }
+                    _ => {
+                        word.push_str(&"\\".repeat(backslashes));
+                        backslashes = 0;
+                        word.push(c);
+                    }
+                }
+            }
+            word.push_str(&"\\".repeat(backslashes));
+            words.push(word);
+        }
+    }
+
+    /// What cmd does to a line without quotes of its own: drops each `^` and keeps the
+    /// character after it; an unescaped special character would be cmd's (an error here).
+    fn cmd_unescape(line: &str) -> Result<String, char> {
+        let mut out = String::new();
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '^' => out.extend(chars.next()),
+                '&' | '|' | '<' | '>' | '(' | ')' | '%' | '!' | '"' => return Err(c),
+                _ => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+
+    const HOSTILE: [&str; 9] = [
+        "doc.split.example1_axis2",
+        "",
+        "a b",
+        "say \"hi\"",
+        "C:\\Program Files\\dmlcts\\",
+        "back\\\\\"slash",
+        "100% & calc.exe | more > x < y",
+        "^caret (paren) !bang!",
+        "it's $env:PATH `tick`",
+    ];
+
+    #[test]
+    fn every_word_quoted_for_cmd_comes_back_whole_through_cmd_and_the_c_runtime() {
+        for word in HOSTILE {
+            let line = cmd_word(word);
+            let seen =
+                cmd_unescape(&line).unwrap_or_else(|c| panic!("{word:?}: bare {c:?} in {line}"));
+            assert_eq!(crt_split(&seen), [word], "{word:?} as {line}");
+            // argv_word alone (a server command, no shell) splits back the same.
+            assert_eq!(crt_split(&argv_word(word)), [word], "{word:?}");
+        }
+        assert_eq!(
+            cmd_word("doc.split.example1_axis2"),
+            "doc.split.example1_axis2"
+        );
+        assert_eq!(cmd_word("a b"), "^\"a b^\"");
+        assert_eq!(cmd_word("100%"), "100^%");
+    }
+
+    #[test]
+    fn a_replay_for_cmd_sets_its_settings_with_set_and_escapes_them() {
+        let replay = Replay::new(["C:\\dmlcts\\dmlcts.exe", "conformance", "--filter", "a&b"])
+            .with_env(vec![("DMLCTS_X".to_string(), "1 %PATH%".to_string())]);
+        assert_eq!(
+            replay.render_for(Shell::Cmd),
+            "set DMLCTS_X=1 ^%PATH^%& C:\\dmlcts\\dmlcts.exe conformance --filter a^&b"
+        );
+    }
+
+    #[test]
+    fn a_replay_for_powershell_single_quotes_and_calls_a_quoted_program() {
+        let replay = Replay::new([
+            "C:\\Program Files\\dmlcts.exe",
+            "--filter",
+            "it's $x",
+            "a,b",
+        ])
+        .with_env(vec![("DMLCTS_X".to_string(), "o'k".to_string())]);
+        assert_eq!(
+            replay.render_for(Shell::PowerShell),
+            "${env:DMLCTS_X} = 'o''k'; & 'C:\\Program Files\\dmlcts.exe' --filter 'it''s $x' 'a,b'"
+        );
+        assert_eq!(
+            Replay::new(["dmlcts.exe", "--filter", "x.y"]).render_for(Shell::PowerShell),
+            "dmlcts.exe --filter x.y"
+        );
+    }
+
+    #[test]
+    fn the_host_shell_is_cmd_on_windows_and_posix_elsewhere() {
+        let replay = Replay::new(["dmlcts", "a b"]);
+        let expected = if cfg!(windows) {
+            "dmlcts ^\"a b^\""
+        } else {
+            "dmlcts 'a b'"
+        };
+        assert_eq!(replay.render(), expected);
+    }
 
     #[test]
     fn plain_words_stay_and_every_other_word_is_single_quoted() {

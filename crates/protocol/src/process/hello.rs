@@ -4,7 +4,7 @@
 use crate::PROTOCOL_VERSION;
 use crate::bounds::{MAX_TEXT_BYTES, bounded, bounded_json};
 use crate::frame::Frame;
-use dmlcts_tensor::{DataType, FeatureLevel, ValidationProfile};
+use dmlcts_tensor::{AdapterInfo, DataType, FeatureLevel, Implementation, ValidationProfile};
 use serde_json::Value;
 
 /// What the server said about itself.
@@ -18,6 +18,8 @@ pub(super) struct Hello {
     pub(super) device: String,
     /// `profile` and `not_enforced`: the DirectML rules it enforces (absent: all).
     pub(super) profile: ValidationProfile,
+    /// `implementation` (optional): what it runs, as fields expectations match.
+    pub(super) implementation: Implementation,
 }
 /// A hello member listing names (`what` names one: "data type", "level"), each parsed by
 /// `parse`; None when it is absent or null.
@@ -74,6 +76,7 @@ pub(super) fn parse_hello(frame: &Frame) -> Result<Hello, String> {
     let feature_levels =
         name_list(frame, "feature_levels", "level", FeatureLevel::parse)?.unwrap_or_default();
     let profile = parse_profile(frame)?;
+    let implementation = parse_implementation(frame.header.get("implementation"))?;
     Ok(Hello {
         name: text("name")?,
         feature_level,
@@ -81,7 +84,72 @@ pub(super) fn parse_hello(frame: &Frame) -> Result<Hello, String> {
         data_types,
         device: text("device")?,
         profile,
+        implementation,
     })
+}
+
+/// The hello's `implementation`: `{"name": "directml", "version": "1.15.4.0", "adapter":
+/// {"name": ..., "vendor": "nvidia", "driver": "31.0.15.5222"}}`, every member an optional
+/// string (kept up to `MAX_TEXT_BYTES`; names and vendors lower-cased); other members are
+/// ignored, for servers newer than this harness.
+fn parse_implementation(value: Option<&Value>) -> Result<Implementation, String> {
+    let object = |value: Option<&Value>, key: &str| match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(map)) => Ok(Some(map.clone())),
+        Some(other) => Err(format!(
+            "\"{key}\" must be an object, found {}",
+            bounded_json(other)
+        )),
+    };
+    let Some(map) = object(value, "implementation")? else {
+        return Ok(Implementation::default());
+    };
+    let text = |map: &serde_json::Map<String, Value>, path: &str, key: &str| match map.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(text)) => Ok(bounded(text, MAX_TEXT_BYTES)),
+        Some(other) => Err(format!(
+            "\"{path}{key}\" must be a string, found {}",
+            bounded_json(other)
+        )),
+    };
+    let adapter = object(map.get("adapter"), "implementation.adapter")?.unwrap_or_default();
+    Ok(Implementation {
+        name: text(&map, "implementation.", "name")?.to_lowercase(),
+        version: text(&map, "implementation.", "version")?,
+        adapter: AdapterInfo {
+            name: text(&adapter, "implementation.adapter.", "name")?,
+            vendor: text(&adapter, "implementation.adapter.", "vendor")?.to_lowercase(),
+            driver: text(&adapter, "implementation.adapter.", "driver")?,
+        },
+    })
+}
+
+/// `implementation` as a hello writes it (`serve`): the members that are not empty.
+pub(crate) fn implementation_json(implementation: &Implementation) -> Value {
+    let mut adapter = serde_json::Map::new();
+    let a = &implementation.adapter;
+    for (key, value) in [
+        ("name", &a.name),
+        ("vendor", &a.vendor),
+        ("driver", &a.driver),
+    ] {
+        if !value.is_empty() {
+            adapter.insert(key.to_string(), Value::String(value.clone()));
+        }
+    }
+    let mut object = serde_json::Map::new();
+    for (key, value) in [
+        ("name", &implementation.name),
+        ("version", &implementation.version),
+    ] {
+        if !value.is_empty() {
+            object.insert(key.to_string(), Value::String(value.clone()));
+        }
+    }
+    if !adapter.is_empty() {
+        object.insert("adapter".to_string(), Value::Object(adapter));
+    }
+    Value::Object(object)
 }
 
 /// The hello's `profile` (`"strict"`, `"values-only"`; absent: strict) and `not_enforced`
@@ -186,11 +254,49 @@ mod tests {
     }
 
     #[test]
+    fn an_implementation_is_optional_its_members_strings_and_it_round_trips() {
+        assert_eq!(
+            hello(json!({})).expect("a hello").implementation,
+            Implementation::default()
+        );
+        let written = Implementation {
+            name: "directml".to_string(),
+            version: "1.15.4.0".to_string(),
+            adapter: AdapterInfo {
+                name: "NVIDIA GeForce RTX 4090".to_string(),
+                vendor: "nvidia".to_string(),
+                driver: "32.0.15.6094".to_string(),
+            },
+        };
+        let read = hello(json!({"implementation": implementation_json(&written)}))
+            .expect("a hello")
+            .implementation;
+        assert_eq!(read, written);
+        // Names and vendors are lower-cased; unknown members are ignored; absent ones empty.
+        let read = hello(json!({"implementation": {"name": "DirectML", "adapter":
+                                {"vendor": "NVIDIA"}, "build": 7}}))
+        .expect("a hello")
+        .implementation;
+        assert_eq!(read.name, "directml");
+        assert_eq!(read.adapter.vendor, "nvidia");
+        assert_eq!(read.version, "");
+        assert_eq!(
+            hello(json!({"implementation": "directml"})).err(),
+            Some("\"implementation\" must be an object, found \"directml\"".to_string())
+        );
+        assert_eq!(
+            hello(json!({"implementation": {"adapter": {"driver": 31}}})).err(),
+            Some("\"implementation.adapter.driver\" must be a string, found 31".to_string())
+        );
+    }
+
+    #[test]
     fn every_text_of_a_hello_is_bounded() {
         let huge = "d".repeat(15 << 20);
         let rules = vec!["tensor.sizes_nonzero"; 1000];
-        let parsed =
-            hello(json!({"name": huge, "device": huge, "not_enforced": rules})).expect("a hello");
+        let parsed = hello(json!({"name": huge, "device": huge, "not_enforced": rules,
+                                  "implementation": {"version": huge, "adapter": {"name": huge}}}))
+        .expect("a hello");
         let cut = format!(
             "{} [... {} more bytes not kept]",
             "d".repeat(MAX_TEXT_BYTES),
@@ -198,6 +304,8 @@ mod tests {
         );
         assert_eq!(parsed.name, cut);
         assert_eq!(parsed.device, cut);
+        assert_eq!(parsed.implementation.version, cut);
+        assert_eq!(parsed.implementation.adapter.name, cut);
         assert_eq!(
             parsed.profile,
             ValidationProfile::NotEnforced(vec!["tensor.sizes_nonzero".to_string()])

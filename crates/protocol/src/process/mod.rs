@@ -23,10 +23,11 @@ use crate::descriptor::to_json;
 use crate::frame::Frame;
 use child::{Running, SpawnError, bury, exchange, notify, shut_down, spawn};
 use dmlcts_tensor::{
-    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
-    Rejected, ValidationProfile,
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, Implementation, OperatorDesc,
+    OutputBinding, Rejected, ValidationProfile,
 };
 use hello::Hello;
+pub(crate) use hello::implementation_json;
 use serde_json::{Value, json};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -386,6 +387,12 @@ impl Backend for ProcessBackend {
             Ok(hello) if hello.device.is_empty() => format!("{} (out of process)", hello.name),
             Ok(hello) => format!("{}: {} (out of process)", hello.name, hello.device),
         }
+    }
+
+    /// As its hello said (`implementation`); empty without one.
+    fn implementation(&self) -> Implementation {
+        (self.hello.as_ref())
+            .map_or_else(|_| Implementation::default(), |h| h.implementation.clone())
     }
 
     /// As its hello said; without a usable hello, strict (every case fails anyway).
