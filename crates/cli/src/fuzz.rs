@@ -80,7 +80,7 @@ pub struct FuzzArgs {
     /// checkout, `cargo xtask fuzz`: cases/regressions]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Write the campaign report (JSON) here
+    /// Write the campaign report (JSON) here; `-`: to stdout, alone
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
@@ -145,6 +145,9 @@ pub fn fuzz_main(args: &FuzzArgs, host: &Host) -> CommandResult {
 pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> CommandResult {
     if let Some(FuzzCommand::Merge(merge)) = &args.command {
         return merge_main(merge);
+    }
+    if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
+        crate::out::human_text_to_stderr();
     }
     let backend_name = args.backend.backend.clone();
     let mut options = campaign_options(args, host)?;
@@ -314,6 +317,13 @@ fn check_before_run(
     args: &FuzzArgs,
     options: &CampaignOptions,
 ) -> Result<Option<dmlcts_fuzz::save::OutFolderLock>, CommandError> {
+    if let Some(json) = &args.json {
+        let inputs: Vec<(&str, &Path)> = (args.expectations.iter())
+            .map(|e| ("--expectations", e.as_path()))
+            .chain((args.backend.backend_config.iter()).map(|b| ("--backend-config", b.as_path())))
+            .collect();
+        crate::preflight::check_distinct(&[("--json", json)], &inputs)?;
+    }
     crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let Some(out) = &options.out_dir else {
         return Ok(None);
@@ -484,7 +494,11 @@ fn write_json(
         report["suite"] = fuzz_suite();
         text = serde_json::to_string_pretty(&report).unwrap_or(text);
     }
-    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+    if crate::closing::is_stdout(path) {
+        crate::out::report_to_stdout(&text)
+    } else {
+        dmlcts_harness::report::write::write_report(path, text.as_bytes())
+    }
 }
 
 /// Which suite made a campaign's cases: its version and commit (the strategies are code).
@@ -501,6 +515,12 @@ fn fuzz_suite() -> serde_json::Value {
 fn merge_main(args: &MergeArgs) -> CommandResult {
     if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
         crate::out::human_text_to_stderr();
+    }
+    if let Some(json) = &args.json {
+        let inputs: Vec<(&str, &Path)> = (args.reports.iter())
+            .map(|r| ("a shard report", r.as_path()))
+            .collect();
+        crate::preflight::check_distinct(&[("--json", json)], &inputs)?;
     }
     crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let paths: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
@@ -539,7 +559,7 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
         let written = if crate::closing::is_stdout(path) {
             crate::out::report_to_stdout(&text)
         } else {
-            dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+            dmlcts_harness::report::write::write_report(path, text.as_bytes())
         };
         written.map_err(|e| CommandError::Output(format!("--json {}: {e}", path.display())))?;
     }
