@@ -112,9 +112,16 @@ pub struct CaseResult {
     pub run_level: Option<FeatureLevel>,
 }
 
-/// A case's id before it is made unique in a run: `FILE:LINE`.
+/// A case's id before it is made unique in a run: `FILE:LINE`. The other namespaces are a
+/// word and a colon (`load-error:`, `run:`): a relative path whose first part has a colon
+/// (a file named `load-error:x.yaml`) is written `./PATH`, so no case's id is ever in one.
 pub fn case_id(case: &Case) -> String {
-    format!("{}:{}", case.file, case.line)
+    let first = case.file.split('/').next().unwrap_or("");
+    if first.contains(':') {
+        format!("./{}:{}", case.file, case.line)
+    } else {
+        format!("{}:{}", case.file, case.line)
+    }
 }
 
 /// Makes ids unique within a run, in order: the second result with id `X` becomes `X#2`,
