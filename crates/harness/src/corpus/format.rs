@@ -183,8 +183,9 @@ impl RawCase {
         }
         if self.name.chars().any(needs_escape) {
             return Err(error(format!(
-                "name: `{}` must contain no control characters, line breaks, non-characters \
-                 or direction overrides",
+                "name: `{}` must contain no control characters, line breaks, non-characters, \
+                 direction overrides or invisible characters (format characters, spaces, \
+                 unassigned code points)",
                 quoted(&self.name)
             )));
         }

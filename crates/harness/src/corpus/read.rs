@@ -244,6 +244,13 @@ pub(crate) fn check_yaml(text: &str, kind: &FileKind) -> Result<Scan, FileError>
                 kind.max_nodes, kind.name
             ),
         ),
+        ScanError::TagDirective { line } => FileError::new(
+            Some(line),
+            format!(
+                "a `%TAG` directive (it renames YAML's tags; {}s use no tags): not parsed",
+                kind.name
+            ),
+        ),
     })
 }
 
@@ -442,15 +449,10 @@ pub(crate) fn bounded_text(text: &str, max_chars: usize) -> String {
     out
 }
 
-/// Characters a terminal, an XML file or a YAML comment would act on or refuse.
+/// Characters a terminal, an XML file or a YAML comment would act on or refuse, or that print
+/// as nothing (format characters and the rest `text` escapes): `text`'s one list.
 pub(crate) fn needs_escape(c: char) -> bool {
-    let code = c as u32;
-    c.is_control()
-        || matches!(code, 0x2028 | 0x2029 | 0x200E | 0x200F | 0x061C)
-        || (0x202A..=0x202E).contains(&code)
-        || (0x2066..=0x2069).contains(&code)
-        || (0xFDD0..=0xFDEF).contains(&code)
-        || code & 0xFFFE == 0xFFFE
+    crate::text::is_escaped(c)
 }
 
 /// A parser's message about a file, fit to print: a string it quotes is shown only when short
