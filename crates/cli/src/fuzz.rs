@@ -546,8 +546,17 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
             field("feature_level"),
             bucket["first_case_index"]
         );
+        // Rebuilt by the merge from checked fields; what a shard's report said is only text.
         if bucket["replay"].is_string() {
             crate::say!("  replay: {}", field("replay"));
+        }
+        if let Some(reported) = bucket["reported_replay"].as_str()
+            && bucket["replay"].as_str() != Some(reported)
+        {
+            crate::say!(
+                "  the shard's report said (unverified text, not a command): `{}`",
+                dmlcts_harness::corpus::read::quoted(reported)
+            );
         }
     }
     crate::say!(

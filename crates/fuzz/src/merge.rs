@@ -176,7 +176,10 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             }
         }
     }
-    let buckets = merged_buckets(&shards)?;
+    let backend = first.text("backend")?;
+    let buckets: Vec<Value> = (merged_buckets(&shards)?.into_iter())
+        .map(|b| with_rebuilt_replay(b, backend))
+        .collect();
     let descriptors = sum("descriptors_run")?;
     let skipped: u64 = (shards.iter())
         .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
@@ -205,11 +208,42 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             .filter_map(|s| s.report.get("unclassified_failures").and_then(Value::as_u64))
             .fold(0, u64::saturating_add),
         "summary": summary_line(&buckets, skipped, descriptors),
-        "shard_replays": (shards.iter())
+        // What each shard said repeats it: text, never a command (nothing checks it).
+        "reported_shard_replays": (shards.iter())
             .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>(),
         "buckets": buckets,
     }))
+}
+
+/// A bucket's replay command, rebuilt from checked fields only (the backend every shard
+/// names, the saved case's file, the case name the campaign gives a saved case:
+/// `regression.BACKEND.SIGNATURE`), as words each quoted: `dmlcts conformance --backend NAME
+/// --cases FILE --filter NAME --exact`. What the shard's report said (its `replay`) is kept
+/// as `reported_replay`, text for people, never printed or saved as a command: a report is a
+/// file anyone can write.
+fn with_rebuilt_replay(bucket: Value, backend: &str) -> Value {
+    let Value::Object(mut bucket) = bucket else {
+        return bucket;
+    };
+    if let Some(reported) = bucket.remove("replay")
+        && !reported.is_null()
+    {
+        bucket.insert("reported_replay".into(), reported);
+    }
+    let signature = bucket["signature"].as_str().unwrap_or_default();
+    if let Some(Value::String(saved)) = bucket.get("saved_case") {
+        let name = format!(
+            "regression.{}.{signature}",
+            crate::save::short_slug(backend)
+        );
+        let replay = crate::replay::Replay::new(["dmlcts", "conformance", "--backend", backend])
+            .args(dmlcts_harness::run::option_words("--cases", saved))
+            .args(dmlcts_harness::run::option_words("--filter", &name))
+            .args(["--exact"]);
+        bucket.insert("replay".into(), json!(replay.render()));
+    }
+    Value::Object(bucket)
 }
 
 /// Refuses reports whose `field` differs from the first's.
