@@ -208,6 +208,9 @@ pub fn write_report(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// rest, `check_file_writable`.
 pub fn check_report_writable(path: &Path) -> Result<(), String> {
     match destination(path) {
+        Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => {
+            check_file_writable(path)
+        }
         Err(e) => Err(format!("{}: {e}", path.display())),
         Ok(Destination::Replace) => check_file_writable(path),
         Ok(_) => Ok(()),
