@@ -205,3 +205,34 @@ fn shard_reports_past_the_merge_budget_are_errors_naming_the_file_under_a_1_gib_
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// On main: no bound across files: a folder of case files each within its own bound was
+// loaded whole (about 32 MB of values kept per 4 Mi-node file, and an abort past the cap).
+#[test]
+fn case_files_past_the_run_s_budget_are_load_errors_naming_the_file_under_a_1_gib_cap() {
+    let dir = fresh_dir("run-budget");
+    std::fs::create_dir_all(dir.join("cases")).unwrap();
+    let n = (3 << 20) - 100;
+    let values = vec!["1"; n].join(",");
+    for i in 1..=3 {
+        std::fs::write(
+            dir.join(format!("cases/m{i}.yaml")),
+            format!(
+                "cases:\n  - name: many{i}\n    split:\n      axis: 0\n      input: \
+                 {{data_type: UINT8, sizes: [{n}], data: [{values}]}}\n      outputs: \
+                 [{{data_type: UINT8, sizes: [{n}]}}]\n"
+            ),
+        )
+        .unwrap();
+    }
+    let output = capped(&dir, &["conformance", "--cases", "cases"]);
+    ended_cleanly(&output, "three files of 3 Mi values");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let all = text(&output);
+    assert!(
+        all.contains("\n  cases/m3.yaml: 6291417 bytes and 3145652 YAML nodes, more than is left"),
+        "{all}"
+    );
+    assert!(all.contains("\n2 passed, 1 failed, 0 skipped\n"), "{all}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -26,8 +26,8 @@ pub const FUZZ_REPORT: FileKind = FileKind {
 /// file system, its values counted on the text), so a merge's memory stays under about
 /// 400 MiB (the text, and about 100 bytes per parsed value with the merged copy) whatever
 /// the reports hold, and past the budget the merge is an error naming the file (and line).
-pub const MERGE_MAX_BYTES: u64 = 64 << 20;
-pub const MERGE_MAX_NODES: usize = 2 << 20;
+pub(crate) const MERGE_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const MERGE_MAX_NODES: usize = 2 << 20;
 
 /// What is left of the merge's budget.
 struct Budget {

@@ -171,11 +171,11 @@ impl RawTensor {
 
 /// The longest case name (and tag, and `reject` rule id), in bytes: a name is copied into
 /// every result, report and matrix column, so a 30 MiB one would take gigabytes.
-pub const MAX_NAME_BYTES: usize = 4096;
+pub(crate) const MAX_NAME_BYTES: usize = 4096;
 /// The longest case description, in bytes.
-pub const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
+pub(crate) const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
 /// The most tags a case may have.
-pub const MAX_TAGS: usize = 64;
+pub(crate) const MAX_TAGS: usize = 64;
 
 impl RawCase {
     pub(super) fn to_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
