@@ -473,3 +473,18 @@ fn a_file_that_is_not_a_case_file_is_described_never_quoted() {
         );
     }
 }
+
+// Found by the case-file fuzz target (on main, aa4714d): the parser (YAML 1.1) ends a line at
+// U+2028, editors do not, so the lines of every later error were off by one per separator.
+#[test]
+fn a_yaml_1_1_line_break_is_refused_at_its_line() {
+    let mut corpus = Corpus::default();
+    let text = case_text("a").replace("split:", "split:\u{2028}");
+    corpus.add_text("cases/ls.yaml", &text);
+    assert!(corpus.cases.is_empty());
+    assert_eq!(
+        corpus.errors[0].to_string(),
+        "cases/ls.yaml:3: a U+2028 line break (YAML 1.1 ends a line there, editors do not; \
+         write `\\u2028` in a double-quoted string): not parsed"
+    );
+}
