@@ -191,13 +191,15 @@ fn a_report_path_equal_to_another_reports_or_to_an_input_is_refused_before_the_r
 #[test]
 fn fuzz_merge_refuses_to_write_over_a_shard_report() {
     let dir = temp_dir("merge");
-    std::fs::write(dir.join("a.json"), "{}").unwrap();
+    let report = "{\"seed\": 1, \"cases_run\": 1, \"descriptors_run\": 1, \"backend\": \"cpu\", \
+                  \"shard\": \"0/1\", \"buckets\": []}";
+    std::fs::write(dir.join("a.json"), report).unwrap();
     let output = dmlcts_in(&dir, &["fuzz", "merge", "a.json", "--json", "a.json"]);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         stderr(&output),
         "error: --json a.json would overwrite an input of this run (a shard report a.json)\n"
     );
-    assert_eq!(std::fs::read_to_string(dir.join("a.json")).unwrap(), "{}");
+    assert_eq!(std::fs::read_to_string(dir.join("a.json")).unwrap(), report);
     std::fs::remove_dir_all(&dir).unwrap();
 }
