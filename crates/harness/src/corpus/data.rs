@@ -26,6 +26,45 @@ pub fn too_large(field: &str, desc: &TensorDesc) -> Option<String> {
     })
 }
 
+/// What running a case costs in memory, in multiples of its largest tensor (see
+/// `MAX_TENSOR_BYTES`): its input and the pristine copy, the oracle's output and mask, the
+/// guarded output, a protocol backend's copies.
+pub(crate) const CASE_COST_FACTOR: u64 = 6;
+
+/// Tensors up to this size are not checked against the address space left: a case of them
+/// costs at most 6 times 16 MiB.
+const CHECKED_FROM_BYTES: u64 = 16 << 20;
+
+/// Why a case whose largest tensor is `largest` bytes cannot run in the address space this
+/// process has left under its limit (RLIMIT_AS: `prlimit --as`, `ulimit -v`), if it cannot:
+/// its cost (`CASE_COST_FACTOR` times `largest`) is compared with the limit less what is
+/// mapped now, before anything is allocated, so the case is skipped with the reason instead
+/// of the run aborting on an allocation. Linux only (/proc/self/limits and status); no
+/// limit, no check.
+pub fn over_address_space(largest: u64) -> Option<String> {
+    if largest <= CHECKED_FROM_BYTES {
+        return None;
+    }
+    let limit = proc_field("/proc/self/limits", "Max address space")?;
+    let mapped = proc_field("/proc/self/status", "VmSize:")? * 1024;
+    let need = largest.saturating_mul(CASE_COST_FACTOR);
+    let left = limit.saturating_sub(mapped);
+    (need > left).then(|| {
+        format!(
+            "a case whose largest tensor is {largest} bytes needs about {need} bytes \
+             ({CASE_COST_FACTOR} times it), and this process's address-space limit \
+             ({limit} bytes) leaves {left}"
+        )
+    })
+}
+
+/// The first number after `key` on the line that starts with it (`unlimited`: None).
+fn proc_field(file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
+}
+
 /// Where an input's bytes come from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TensorData {

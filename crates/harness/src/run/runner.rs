@@ -530,6 +530,13 @@ fn execute_and_compare(
     {
         return Verdict::Skip(reason);
     }
+    let largest = (case.op.inputs().iter().chain(&outputs))
+        .map(|(_, desc)| desc.total_tensor_size_in_bytes)
+        .max()
+        .unwrap_or(0);
+    if let Some(reason) = crate::corpus::data::over_address_space(largest) {
+        return Verdict::Skip(reason);
+    }
     let mut input_bytes = Vec::new();
     for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
         match data.materialize(desc) {
