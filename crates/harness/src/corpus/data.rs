@@ -41,7 +41,7 @@ const CHECKED_FROM_BYTES: u64 = 16 << 20;
 /// mapped now, before anything is allocated, so the case is skipped with the reason instead
 /// of the run aborting on an allocation. Linux only (/proc/self/limits and status); no
 /// limit, no check.
-pub fn over_address_space(largest: u64) -> Option<String> {
+pub(crate) fn over_address_space(largest: u64) -> Option<String> {
     if largest <= CHECKED_FROM_BYTES {
         return None;
     }
