@@ -165,6 +165,53 @@ struct BackendsFile {
     backends: BTreeMap<String, NamedBackend>,
 }
 
+/// The longest name a backends file may give a backend, in bytes.
+const MAX_BACKEND_NAME_BYTES: usize = 256;
+
+/// A backends file's names are checked once it is read (the error names the file and the
+/// name's line): none of the names `--backend` already gives a meaning (the built-in
+/// ones; `directml` and every `directml...` name, which the matrix takes for DirectML's;
+/// `process:COMMAND`), no name an option parser would take for an option (a leading `-`),
+/// and at most
+/// `MAX_BACKEND_NAME_BYTES` bytes. A file with such a name does not load: no name is ever
+/// silently dropped from the matrix or shown as a second column of a built-in's name.
+///
+/// This gives why `name` cannot be a backends file's name; None where it can.
+fn reserved_name(name: &str) -> Option<String> {
+    let shown = || dmlcts_harness::corpus::read::quoted(name);
+    if name.len() > MAX_BACKEND_NAME_BYTES {
+        return Some(format!(
+            "a backend name of {} bytes (at most {MAX_BACKEND_NAME_BYTES})",
+            name.len()
+        ));
+    }
+    let built_in = BUILT_IN.iter().any(|(b, _)| *b == name);
+    if built_in || name == "directml" {
+        return Some(format!(
+            "`{}` is a built-in backend's name: the file cannot name another",
+            shown()
+        ));
+    }
+    if name.starts_with("directml") || name.starts_with("process:") {
+        let prefix = if name.starts_with("directml") {
+            "directml"
+        } else {
+            "process:"
+        };
+        return Some(format!(
+            "`{}` starts with `{prefix}`, which --backend keeps for its own names",
+            shown()
+        ));
+    }
+    if name.is_empty() || name.starts_with('-') {
+        return Some(format!(
+            "`{}`: a backend name must be non-empty and not start with `-`",
+            shown()
+        ));
+    }
+    None
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NamedBackend {
@@ -228,7 +275,38 @@ fn load_config(path: &Path, named: bool) -> Result<BackendsFile, String> {
             backends: BTreeMap::new(),
         });
     }
-    load_yaml(path, &BACKENDS_FILE)
+    let file: BackendsFile = load_yaml(path, &BACKENDS_FILE)?;
+    for name in file.backends.keys() {
+        if let Some(why) = reserved_name(name) {
+            let shown = text::line(&path.display().to_string()).into_owned();
+            return Err(match name_line(path, name) {
+                Some(line) => format!("{shown}:{line}: backends: {why}"),
+                None => format!("{shown}: backends: {why}"),
+            });
+        }
+    }
+    Ok(file)
+}
+
+/// The line where the backends file writes `name` as a key (plain or quoted, in block
+/// style), if it can be found.
+fn name_line(path: &Path, name: &str) -> Option<usize> {
+    let text = dmlcts_harness::corpus::read::read_text(
+        path,
+        &BACKENDS_FILE,
+        dmlcts_harness::corpus::read::Links::Follow,
+    )
+    .ok()?;
+    let forms = [
+        format!("{name}:"),
+        format!("'{}':", name.replace('\'', "''")),
+        format!("{}:", serde_json::to_string(name).ok()?),
+    ];
+    (text.lines().position(|l| {
+        let l = l.trim_start();
+        forms.iter().any(|f| l.starts_with(f.as_str()))
+    }))
+    .map(|i| i + 1)
 }
 
 /// The names this build knows without a backends file, with a line about each.

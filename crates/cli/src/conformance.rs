@@ -14,7 +14,7 @@ use dmlcts_harness::session::SessionOptions;
 use dmlcts_harness::text::Line;
 use dmlcts_harness::{Case, Corpus, ReplayRecipe};
 use dmlcts_tensor::FeatureLevel;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// `--backend`'s long help: where `directml` comes from differs by system.
@@ -125,6 +125,19 @@ pub struct ConformanceArgs {
 }
 
 impl ConformanceArgs {
+    /// The files and folders the run reads (`--cases`, `--expectations`, `--backend-config`),
+    /// with their flags: no report may be written over one.
+    fn inputs(&self) -> Vec<(&'static str, &Path)> {
+        let cases = self.cases.iter().map(|c| ("--cases", c.as_path()));
+        let expectations = self
+            .expectations
+            .iter()
+            .map(|e| ("--expectations", e.as_path()));
+        let backends =
+            (self.backend.backend_config.iter()).map(|b| ("--backend-config", b.as_path()));
+        cases.chain(expectations).chain(backends).collect()
+    }
+
     fn selects(&self, case: &Case) -> bool {
         selects(&self.filters, self.exact, case)
     }
@@ -246,6 +259,11 @@ pub fn conformance_with(
     check_floor_names(&args.require_coverage)?;
     // Before the backend starts: the report files can be written, so a run never ends in
     // "cannot write".
+    let reports: Vec<(&str, &Path)> = [("--json", &args.json), ("--junit", &args.junit)]
+        .into_iter()
+        .filter_map(|(flag, path)| Some((flag, path.as_deref()?)))
+        .collect();
+    crate::preflight::check_distinct(&reports, &args.inputs())?;
     crate::preflight::check_report_files(&[
         ("--json", args.json.as_deref()),
         ("--junit", args.junit.as_deref()),

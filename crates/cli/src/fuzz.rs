@@ -80,7 +80,7 @@ pub struct FuzzArgs {
     /// checkout, `cargo xtask fuzz`: cases/regressions]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Write the campaign report (JSON) here
+    /// Write the campaign report (JSON) here; `-`: to stdout, alone
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Fail unless the campaign checked these assertions (as conformance's
@@ -151,6 +151,9 @@ pub fn fuzz_with(args: &FuzzArgs, host: &Host, resolver: Resolver<'_>) -> Comman
         return merge_main(merge);
     }
     crate::conformance::check_floor_names(&args.require_coverage)?;
+    if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
+        crate::out::human_text_to_stderr();
+    }
     let backend_name = args.backend.backend.clone();
     let mut options = campaign_options(args, host)?;
     // Held until the campaign's report is written.
@@ -328,6 +331,13 @@ fn check_before_run(
     args: &FuzzArgs,
     options: &CampaignOptions,
 ) -> Result<Option<dmlcts_fuzz::save::OutFolderLock>, CommandError> {
+    if let Some(json) = &args.json {
+        let inputs: Vec<(&str, &Path)> = (args.expectations.iter())
+            .map(|e| ("--expectations", e.as_path()))
+            .chain((args.backend.backend_config.iter()).map(|b| ("--backend-config", b.as_path())))
+            .collect();
+        crate::preflight::check_distinct(&[("--json", json)], &inputs)?;
+    }
     crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let Some(out) = &options.out_dir else {
         return Ok(None);
@@ -499,7 +509,11 @@ fn write_json(
         report["suite"] = fuzz_suite();
         text = serde_json::to_string_pretty(&report).unwrap_or(text);
     }
-    dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+    if crate::closing::is_stdout(path) {
+        crate::out::report_to_stdout(&text)
+    } else {
+        dmlcts_harness::report::write::write_report(path, text.as_bytes())
+    }
 }
 
 /// Which suite made a campaign's cases: its version and commit (the strategies are code).
@@ -516,6 +530,12 @@ fn fuzz_suite() -> serde_json::Value {
 fn merge_main(args: &MergeArgs) -> CommandResult {
     if args.json.as_deref().is_some_and(crate::closing::is_stdout) {
         crate::out::human_text_to_stderr();
+    }
+    if let Some(json) = &args.json {
+        let inputs: Vec<(&str, &Path)> = (args.reports.iter())
+            .map(|r| ("a shard report", r.as_path()))
+            .collect();
+        crate::preflight::check_distinct(&[("--json", json)], &inputs)?;
     }
     crate::preflight::check_report_files(&[("--json", args.json.as_deref())])?;
     let paths: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
@@ -541,8 +561,17 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
             field("feature_level"),
             bucket["first_case_index"]
         );
+        // Rebuilt by the merge from checked fields; what a shard's report said is only text.
         if bucket["replay"].is_string() {
             crate::say!("  replay: {}", field("replay"));
+        }
+        if let Some(reported) = bucket["reported_replay"].as_str()
+            && bucket["replay"].as_str() != Some(reported)
+        {
+            crate::say!(
+                "  the shard's report said (unverified text, not a command): `{}`",
+                dmlcts_harness::corpus::read::quoted(reported)
+            );
         }
     }
     crate::say!(
@@ -557,7 +586,7 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
         let written = if crate::closing::is_stdout(path) {
             crate::out::report_to_stdout(&text)
         } else {
-            dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+            dmlcts_harness::report::write::write_report(path, text.as_bytes())
         };
         written.map_err(|e| CommandError::Output(format!("--json {}: {e}", path.display())))?;
     }

@@ -172,7 +172,15 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> CommandResult {
     if let Some(error) = selection_error(args, &corpus) {
         return Err(CommandError::Usage(error));
     }
+    let (json, html) = (args.out.join("matrix.json"), args.out.join("matrix.html"));
+    let inputs: Vec<(&str, &Path)> = (args.cases.iter())
+        .map(|c| ("--cases", c.as_path()))
+        .chain((args.expectations_dir.iter()).map(|e| ("--expectations-dir", e.as_path())))
+        .chain((args.backend_config.iter()).map(|b| ("--backend-config", b.as_path())))
+        .collect();
+    crate::preflight::check_distinct(&[("--out", &json), ("--out", &html)], &inputs)?;
     crate::preflight::check_report_folder("--out", &args.out)?;
+    crate::preflight::check_report_files(&[("--out", Some(&json)), ("--out", Some(&html))])?;
     let expectations_dir = match (&args.expectations_dir, args.no_expectations) {
         (_, true) => None,
         (Some(dir), false) => Some(dir.clone()),
@@ -209,7 +217,7 @@ pub fn matrix_main(args: &MatrixArgs, host: &Host) -> CommandResult {
         ("matrix.html", matrix.to_html()),
     ] {
         let path = args.out.join(file);
-        let written = dmlcts_harness::report::write::write_atomically(&path, text.as_bytes());
+        let written = dmlcts_harness::report::write::write_report(&path, text.as_bytes());
         match written {
             Ok(()) => crate::say!("wrote {}", path.display()),
             Err(e) => unwritten.push(format!("cannot write {}: {e}", path.display())),

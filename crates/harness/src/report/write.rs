@@ -4,6 +4,14 @@
 //! a link, a FIFO, a hard link to another file, is replaced, never written through; a run
 //! killed part-way leaves the old file or the new one whole, never a truncated one. And the
 //! checks a command makes before it starts a run, so that it never ends in "cannot write".
+//!
+//! A path the user names for a report (`--json`, `--junit`, `fuzz merge --json`, the matrix's
+//! files) goes through `write_report`: what is at the name decides how it is written. A
+//! character device or a FIFO, directly or through links (`/dev/null`, `/dev/stdout` on a
+//! terminal or a pipe), is written into, never replaced; so is the open file behind a
+//! descriptor link (`/dev/stdout`, `/proc/self/fd/N`, `/dev/fd/N` where stdout is a file: it is
+//! appended to, as `>>` would). A block device, a socket, or a FIFO nobody reads is refused.
+//! Anything else (a regular file, a link to one, nothing) gets the rename above.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,6 +61,189 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// How a report reaches the name it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Destination {
+    /// A new file renamed over the name (`write_atomically`).
+    Replace,
+    /// Opened for writing and written into: a character device.
+    Device,
+    /// Opened for writing once a reader is known to be there: a FIFO.
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Fifo,
+    /// The open file behind a descriptor link, appended to.
+    Descriptor,
+}
+
+/// Whether a link's text names an open descriptor: `/proc/self/fd/N`, `/proc/PID/fd/N`,
+/// `/proc/thread-self/fd/N`, `/dev/fd/N`, `/dev/stdout`, `/dev/stderr`.
+fn is_descriptor_link(text: &Path) -> bool {
+    let Some(text) = text.to_str() else {
+        return false;
+    };
+    if matches!(text, "/dev/stdout" | "/dev/stderr") {
+        return true;
+    }
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let fd = |rest: &str| rest.strip_prefix("fd/").is_some_and(digits);
+    if let Some(rest) = text.strip_prefix("/dev/") {
+        return fd(rest);
+    }
+    let Some(rest) = text.strip_prefix("/proc/") else {
+        return false;
+    };
+    let Some((process, rest)) = rest.split_once('/') else {
+        return false;
+    };
+    (matches!(process, "self" | "thread-self") || digits(process)) && fd(rest)
+}
+
+/// Whether `path` names one of Windows' devices: `\\.\NAME`, or a last part whose stem is
+/// CON, PRN, AUX, NUL, COM0-9 or LPT0-9 (any case, any extension), which Windows opens as
+/// the device wherever the folder is. Written into, never replaced.
+fn is_windows_device(path: &Path) -> bool {
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    if text.starts_with(r"\\.\") || text.starts_with("//./") {
+        return true;
+    }
+    let last = text.rsplit(['/', '\\']).next().unwrap_or(text);
+    let stem = last
+        .split('.')
+        .next()
+        .unwrap_or("")
+        .trim_end()
+        .to_ascii_uppercase();
+    matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+            && stem.len() == 4
+            && stem.as_bytes()[3].is_ascii_digit())
+}
+
+/// Whether `path` or a link on its way names an open descriptor (at most 40 links followed).
+fn through_descriptor_link(path: &Path) -> bool {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        if is_descriptor_link(&current) {
+            return true;
+        }
+        match std::fs::read_link(&current) {
+            Ok(text) => current = folder_of(&current).join(text),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The type of what `file_type` describes, when it is a kind that is written into or
+/// refused: `Ok(Some(..))` to write into, `Err` to refuse, `Ok(None)` for the rest.
+fn special(file_type: &std::fs::FileType) -> Result<Option<Destination>, &'static str> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_char_device() {
+            return Ok(Some(Destination::Device));
+        }
+        if file_type.is_fifo() {
+            return Ok(Some(Destination::Fifo));
+        }
+        if file_type.is_block_device() {
+            return Err("it is a block device (a report is never written over a disk)");
+        }
+        if file_type.is_socket() {
+            return Err("it is a socket");
+        }
+    }
+    if file_type.is_dir() {
+        return Err("it is a folder");
+    }
+    let _ = file_type;
+    Ok(None)
+}
+
+/// How a report goes to `path`, from what is there now; an error for what is refused.
+fn destination(path: &Path) -> Result<Destination, String> {
+    if cfg!(windows) && is_windows_device(path) {
+        return Ok(Destination::Device);
+    }
+    let Ok(here) = std::fs::symlink_metadata(path) else {
+        return Ok(Destination::Replace);
+    };
+    if !here.file_type().is_symlink() {
+        let kind = special(&here.file_type()).map_err(str::to_string)?;
+        return Ok(kind.unwrap_or(Destination::Replace));
+    }
+    // A link: what it ends at decides. One that ends nowhere is replaced, as before.
+    let Ok(target) = std::fs::metadata(path) else {
+        return Ok(Destination::Replace);
+    };
+    match special(&target.file_type()) {
+        Ok(Some(kind)) => Ok(kind),
+        Err(e) => Err(format!(
+            "it is a link to something refused: {}",
+            &e["it is ".len()..]
+        )),
+        Ok(None) if through_descriptor_link(path) => Ok(Destination::Descriptor),
+        Ok(None) => Ok(Destination::Replace),
+    }
+}
+
+/// Writes a report to the path the user named, as the module's documentation says: into a
+/// device, a FIFO with a reader or a descriptor's file; a new file renamed over anything else.
+pub fn write_report(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let refused = |e: String| std::io::Error::other(e);
+    match destination(path).map_err(refused)? {
+        Destination::Replace => write_atomically(path, bytes),
+        Destination::Device => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .write_all(bytes),
+        Destination::Descriptor => std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)?
+            .write_all(bytes),
+        Destination::Fifo => {
+            // Opened without waiting first: with no reader, this fails (ENXIO) at once
+            // instead of waiting forever. Held open while the blocking open below is made, so
+            // that one finds the reader too.
+            #[cfg(unix)]
+            let _probe = {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(path)
+                    .map_err(|e| {
+                        if e.raw_os_error() == Some(libc::ENXIO) {
+                            refused("it is a FIFO that nothing reads".to_string())
+                        } else {
+                            e
+                        }
+                    })?
+            };
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .write_all(bytes)
+        }
+    }
+}
+
+/// Whether `write_report(path, ..)` can succeed: what `destination` refuses is an error; a
+/// device, a FIFO or a descriptor's file is fine (a FIFO's reader may come later); for the
+/// rest, `check_file_writable`.
+pub fn check_report_writable(path: &Path) -> Result<(), String> {
+    match destination(path) {
+        Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) => {
+            check_file_writable(path)
+        }
+        Err(e) => Err(format!("{}: {e}", path.display())),
+        Ok(Destination::Replace) => check_file_writable(path),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Whether a file can be written in `folder` (created if missing): a temporary file is made
 /// and removed.
 pub fn check_folder_writable(folder: &Path) -> Result<(), String> {
@@ -84,6 +275,30 @@ pub fn check_file_writable(path: &Path) -> Result<(), String> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_device_names_are_recognised_in_any_folder_case_and_extension() {
+        for device in [
+            "NUL",
+            "nul.json",
+            r"C:\reports\con.xml",
+            "COM1",
+            "lpt9.txt",
+            r"\\.\pipe\x",
+        ] {
+            assert!(is_windows_device(Path::new(device)), "{device}");
+        }
+        for file in [
+            "null.json",
+            "console.xml",
+            "COM10",
+            "COMX",
+            "report.json",
+            "nul-report",
+        ] {
+            assert!(!is_windows_device(Path::new(file)), "{file}");
+        }
+    }
 
     fn fresh_dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("dmlcts-write-{name}-{}", std::process::id()));
@@ -155,6 +370,123 @@ mod tests {
             Ok(())
         );
         assert!(dir.join("new/deeper").is_dir());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn mknod_null(path: &Path) {
+        // A character device like /dev/null (1:3), made here so the machine's is never used.
+        let status = std::process::Command::new("mknod")
+            .arg(path)
+            .args(["c", "1", "3"])
+            .status()
+            .expect("mknod (coreutils)");
+        assert!(status.success(), "mknod needs root");
+    }
+
+    fn is_char_device(path: &Path) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
+    }
+
+    // On main (aa4714d), `--json /dev/null` as root replaced the device with a regular file
+    // holding the report, and a link to it (`/dev/stdout`) with a file.
+    #[test]
+    fn a_report_path_that_is_a_device_or_a_link_to_one_is_written_into_never_replaced() {
+        let dir = fresh_dir("device");
+        let null = dir.join("null");
+        mknod_null(&null);
+        write_report(&null, b"{\"report\": 1}").unwrap();
+        assert!(is_char_device(&null), "the device was replaced");
+        let link = dir.join("stdout");
+        std::os::unix::fs::symlink(&null, &link).unwrap();
+        write_report(&link, b"<testsuites/>").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(is_char_device(&null));
+        assert_eq!(check_report_writable(&null), Ok(()));
+        assert_eq!(check_report_writable(&link), Ok(()));
+        let names: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(names.len(), 2, "no temporary file left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_report_path_that_is_a_fifo_is_written_into_when_read_and_refused_when_not() {
+        let dir = fresh_dir("fifo-report");
+        let fifo = dir.join("report.json");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let error = write_report(&fifo, b"lost").unwrap_err();
+        assert_eq!(error.to_string(), "it is a FIFO that nothing reads");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+        };
+        // The reader's open may come after the first try: try until it is there.
+        let mut tries = 0;
+        while let Err(e) = write_report(&fifo, b"{\"report\": 2}") {
+            assert_eq!(e.to_string(), "it is a FIFO that nothing reads");
+            tries += 1;
+            assert!(tries < 100_000, "the reader never came");
+            std::thread::yield_now();
+        }
+        assert_eq!(reader.join().unwrap(), b"{\"report\": 2}");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_descriptor_link_is_appended_to_and_a_block_device_or_socket_refused() {
+        let dir = fresh_dir("descriptor");
+        let file = dir.join("stdout.txt");
+        std::fs::write(&file, "before\n").unwrap();
+        let open = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&file)
+            .unwrap();
+        use std::os::fd::AsRawFd;
+        let link = PathBuf::from(format!("/proc/self/fd/{}", open.as_raw_fd()));
+        write_report(&link, b"report\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "before\nreport\n");
+        assert!(is_descriptor_link(Path::new("/dev/stdout")));
+        assert!(is_descriptor_link(Path::new("/proc/123/fd/4")));
+        assert!(!is_descriptor_link(Path::new("/proc/sys/vm/drop_caches")));
+        assert!(!is_descriptor_link(Path::new("/dev/fd/x")));
+
+        let block = dir.join("disk");
+        let status = std::process::Command::new("mknod")
+            .arg(&block)
+            .args(["b", "7", "200"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let error = write_report(&block, b"report").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "it is a block device (a report is never written over a disk)"
+        );
+        assert_eq!(
+            check_report_writable(&block),
+            Err(format!(
+                "{}: it is a block device (a report is never written over a disk)",
+                block.display()
+            ))
+        );
+        let socket = dir.join("socket");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        assert_eq!(
+            write_report(&socket, b"report").unwrap_err().to_string(),
+            "it is a socket"
+        );
+        drop(open);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

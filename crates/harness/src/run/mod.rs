@@ -16,7 +16,10 @@ pub use libtest::{
     corpus_trials, libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
 };
 pub use load_error::{LOAD_ERROR_ID_PREFIX, load_error_result, load_error_results};
-pub use replay::{LibtestTarget, Replay, ReplayRecipe, Shell, argv_word, command_word, shell_word};
+pub use replay::{
+    LibtestTarget, Replay, ReplayRecipe, Shell, argv_word, command_word, libtest_filter_words,
+    option_words, shell_word,
+};
 pub(crate) use runner::SkipCheck;
 pub use runner::{
     CaseResult, MAX_BACKEND_TEXT_BYTES, ResultIds, RunOptions, Status, case_id, level_skip_reason,

@@ -220,6 +220,27 @@ pub fn command_word(word: &str) -> String {
     }
 }
 
+/// An option and its value as words: `--filter NAME`, or `--filter=NAME` where the value
+/// starts with `-` (as two words, a parser would take it for an option).
+pub fn option_words(option: &str, value: &str) -> Vec<String> {
+    if value.starts_with('-') {
+        vec![format!("{option}={value}")]
+    } else {
+        vec![option.to_string(), value.to_string()]
+    }
+}
+
+/// The words that make a libtest binary (libtest's or libtest-mimic's) run the test named
+/// `name` alone: `NAME --exact`, or `--exact -- NAME` where the name starts with `-` (after
+/// `--`, nothing is an option).
+pub fn libtest_filter_words(name: &str) -> Vec<String> {
+    if name.starts_with('-') {
+        vec!["--exact".to_string(), "--".to_string(), name.to_string()]
+    } else {
+        vec![name.to_string(), "--exact".to_string()]
+    }
+}
+
 /// The `DMLCTS_*` settings of this process, sorted: they shape a run (an adapter, a Vulkan
 /// driver, extra case files), so a replay repeats them.
 pub fn dmlcts_env() -> Vec<(String, String)> {
@@ -317,10 +338,11 @@ impl ReplayRecipe {
                     .args(["conformance", "--backend", backend])
                     .args(options.iter().cloned());
                 if *cases_from_files {
-                    replay = replay.args(["--cases", file]);
+                    replay = replay.args(option_words("--cases", file));
                 }
                 replay
-                    .args(["--filter", name, "--exact"])
+                    .args(option_words("--filter", name))
+                    .args(["--exact"])
                     .with_env(env.clone())
             }
             ReplayRecipe::Libtest {
@@ -329,9 +351,12 @@ impl ReplayRecipe {
                 env,
             } => match target {
                 Some(target) => Replay::new(["cargo", "test", "-p", &target.package, "--test"])
-                    .args([target.test.as_str(), "--", name, "--exact"])
+                    .args([target.test.as_str(), "--"])
+                    .args(libtest_filter_words(name))
                     .with_env(env.clone()),
-                None => Replay::new([program.as_str(), name, "--exact"]).with_env(env.clone()),
+                None => Replay::new([program.as_str()])
+                    .args(libtest_filter_words(name))
+                    .with_env(env.clone()),
             },
         }
     }
@@ -563,5 +588,27 @@ mod tests {
             assert_eq!(words.join("\n"), replay.words[2..].join("\n"), "{name}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    // On main (aa4714d): `--filter -x --exact` (the option parser takes `-x` for an option)
+    // and `-- -x --exact` (libtest's likewise).
+    #[test]
+    fn a_name_starting_with_a_dash_is_never_taken_for_an_option() {
+        assert_eq!(option_words("--filter", "-x"), ["--filter=-x"]);
+        assert_eq!(option_words("--filter", "x"), ["--filter", "x"]);
+        for name in ["-x", "--help", "--exact", "-", "plain"] {
+            let mut words = vec!["binary".to_string()];
+            words.extend(libtest_filter_words(name));
+            let parsed = libtest_mimic::Arguments::from_iter(words.clone());
+            assert_eq!(parsed.filter.as_deref(), Some(name), "{words:?}");
+            assert!(parsed.exact, "{words:?}");
+            assert!(!parsed.list, "{words:?}");
+        }
+        let recipe = ReplayRecipe::Libtest {
+            target: None,
+            program: "t".to_string(),
+            env: Vec::new(),
+        };
+        assert_eq!(recipe.for_case("-x", "f").render(), "t --exact -- -x");
     }
 }

@@ -112,9 +112,16 @@ pub struct CaseResult {
     pub run_level: Option<FeatureLevel>,
 }
 
-/// A case's id before it is made unique in a run: `FILE:LINE`.
+/// A case's id before it is made unique in a run: `FILE:LINE`. The other namespaces are a
+/// word and a colon (`load-error:`, `run:`): a relative path whose first part has a colon
+/// (a file named `load-error:x.yaml`) is written `./PATH`, so no case's id is ever in one.
 pub fn case_id(case: &Case) -> String {
-    format!("{}:{}", case.file, case.line)
+    let first = case.file.split('/').next().unwrap_or("");
+    if first.contains(':') {
+        format!("./{}:{}", case.file, case.line)
+    } else {
+        format!("{}:{}", case.file, case.line)
+    }
 }
 
 /// Makes ids unique within a run, in order: the second result with id `X` becomes `X#2`,
@@ -521,6 +528,13 @@ fn execute_and_compare(
         .chain(&outputs)
         .find_map(|(field, desc)| too_large(field, desc))
     {
+        return Verdict::Skip(reason);
+    }
+    let largest = (case.op.inputs().iter().chain(&outputs))
+        .map(|(_, desc)| desc.total_tensor_size_in_bytes)
+        .max()
+        .unwrap_or(0);
+    if let Some(reason) = crate::corpus::data::over_address_space(largest) {
         return Verdict::Skip(reason);
     }
     let mut input_bytes = Vec::new();
