@@ -1,0 +1,208 @@
+//! Issue 39: bugs the corpus was never shown, planted one at a time in a backend around the
+//! oracle (planted_unseen/backend.rs, written from the issue's text alone). Each must be
+//! caught by the embedded corpus, run through a session as `dmlcts conformance` runs a
+//! multi-level backend (one backend process for the whole run, each case at its own level),
+//! and by a 3,000-case campaign (seed 1, one job) as `dmlcts fuzz` runs it.
+//!
+//! The bugs neither catches on main yet are ignored with the reason; the lead removes an
+//! ignore when the generators that catch it land. `cargo test -p dmlcts-fuzz --release --test
+//! planted_unseen -- --include-ignored` measures them all.
+
+#[path = "planted_unseen/backend.rs"]
+mod backend;
+
+use backend::{Bug, Planted};
+use dmlcts_fuzz::{CampaignOptions, CampaignOutcome, run_campaign_at_levels};
+use dmlcts_harness::session::{Session, SessionOptions};
+use dmlcts_harness::{Corpus, Status};
+use dmlcts_tensor::{Backend, FeatureLevel};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The failures of the embedded corpus on one planted backend (each case at its own level).
+/// A backend that skips everything it cannot break is not a failure here.
+fn corpus_failures(bug: Bug) -> Vec<String> {
+    let planted = Planted::new(bug);
+    let first: Arc<dyn Backend> = Arc::new(planted.at(FeatureLevel::LATEST));
+    let at_level = {
+        let planted = planted.clone();
+        Box::new(move |level| Arc::new(planted.at(level)) as Arc<dyn Backend>)
+    };
+    let session = Session::new(first, Some(at_level), SessionOptions::default());
+    let report = session.run(&Corpus::embedded().cases, &[], &mut ());
+    (report.results.into_iter())
+        .filter(|r| r.status == Status::Failed && r.id != "skipped-everything")
+        .map(|r| r.id)
+        .collect()
+}
+
+/// A 3,000-case campaign, seed 1, one job offering every level, stopping at its first
+/// finding.
+fn campaign(bug: Bug, stop_at_first: bool) -> CampaignOutcome {
+    let planted = Planted::new(bug);
+    let views: Vec<_> = FeatureLevel::ALL.iter().map(|&l| planted.at(l)).collect();
+    let devices: Vec<&dyn Backend> = views.iter().map(|v| v as &dyn Backend).collect();
+    let mut options = CampaignOptions::new("planted", 1);
+    options.cases = Some(3000);
+    options.shrink_time = Duration::from_secs(2);
+    if stop_at_first {
+        options.stop_after_findings = Some(1);
+    }
+    run_campaign_at_levels(&[devices], &options, |_| {})
+}
+
+fn assert_corpus_catches(bug: Bug) {
+    let failures = corpus_failures(bug);
+    eprintln!("{bug:?}: {} corpus case(s) fail: {:?}", failures.len(), {
+        let mut some = failures.clone();
+        some.truncate(5);
+        some
+    });
+    assert!(!failures.is_empty(), "the corpus misses {bug:?}");
+}
+
+fn assert_campaign_catches(bug: Bug) {
+    let outcome = campaign(bug, true);
+    let new: Vec<&str> = outcome.new_buckets().map(|b| b.id.as_str()).collect();
+    eprintln!(
+        "{bug:?}: {} cases run, {} skipped, new: {new:?}",
+        outcome.cases_run, outcome.skipped
+    );
+    assert!(!new.is_empty(), "a 3,000-case campaign misses {bug:?}");
+}
+
+#[test]
+fn without_a_bug_the_planted_backend_passes_the_whole_corpus() {
+    assert_eq!(corpus_failures(Bug::None), Vec::<String>::new());
+}
+
+#[test]
+fn without_a_bug_a_3000_case_campaign_finds_nothing() {
+    let outcome = campaign(Bug::None, false);
+    assert_eq!(outcome.cases_run, 3000);
+    assert_eq!(outcome.skipped, 0, "the cache backend runs everything");
+    let found: Vec<&str> = outcome.buckets.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(found, Vec::<&str>::new());
+}
+
+macro_rules! caught_by_the_corpus {
+    ($($(#[$meta:meta])* $name:ident: $bug:expr;)*) => {$(
+        $(#[$meta])*
+        #[test]
+        fn $name() {
+            assert_corpus_catches($bug);
+        }
+    )*};
+}
+
+macro_rules! caught_by_a_campaign {
+    ($($(#[$meta:meta])* $name:ident: $bug:expr;)*) => {$(
+        $(#[$meta])*
+        #[test]
+        fn $name() {
+            assert_campaign_catches($bug);
+        }
+    )*};
+}
+
+caught_by_the_corpus! {
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_cache_key_without_input_strides: Bug::CacheKeyWithoutInputStrides;
+    the_corpus_catches_a_cache_key_without_window_offsets: Bug::CacheKeyWithoutWindowOffsets;
+    the_corpus_catches_a_cache_key_without_the_level: Bug::CacheKeyWithoutLevel;
+    the_corpus_catches_a_cache_key_by_element_size: Bug::CacheKeyByElementSize;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_cache_key_without_the_axis: Bug::CacheKeyWithoutAxis;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_cache_key_without_the_tensor_count: Bug::CacheKeyWithoutTensorCount;
+    the_corpus_catches_a_cache_key_without_window_sizes: Bug::CacheKeyWithoutWindowSizes;
+    the_corpus_catches_a_cache_key_without_window_strides: Bug::CacheKeyWithoutWindowStrides;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_int64_through_a_double: Bug::Int64ThroughDouble;
+    the_corpus_catches_int64_narrowed_one_sided: Bug::Int64NarrowedOneSided;
+    the_corpus_catches_nan_canonicalised_when_broadcast: Bug::NanCanonicalisedWhenBroadcast;
+    the_corpus_catches_subnormals_flushed_when_reversed: Bug::SubnormalsFlushedWhenReversed;
+    the_corpus_catches_negative_zero_lost_when_strided: Bug::NegativeZeroLostWhenStrided;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_16_bit_dimension: Bug::Dimension16Bit;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_an_elementwise_index_in_f32: Bug::ElementwiseIndexInF32;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_logical_index_in_i32: Bug::LogicalIndexInI32;
+    the_corpus_catches_reversed_rows_in_chunks_of_4096_elements:
+        Bug::ReversedRowChunkElements(4096);
+    the_corpus_catches_reversed_rows_in_chunks_of_1024_bytes: Bug::ReversedRowChunkBytes(1024);
+    the_corpus_catches_reversed_rows_in_chunks_of_65536_bytes: Bug::ReversedRowChunkBytes(65536);
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_the_element_limit_on_bytes: Bug::ElementLimitOnBytes;
+    the_corpus_catches_split_sizes_against_the_first_output: Bug::SplitSizesAgainstFirstOutput;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_an_axis_past_2_31_taken_as_negative: Bug::AxisPast2To31Negative;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_empty_strides_read_as_none: Bug::EmptyStridesAsNone;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_zero_total_size_read_as_not_given: Bug::ZeroTotalSizeAsNotGiven;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_level_between_rows_read_as_the_top: Bug::LevelBetweenRowsAsTop;
+    the_corpus_catches_outputs_in_string_order: Bug::OutputsInStringOrder;
+}
+
+caught_by_a_campaign! {
+    a_3000_case_campaign_catches_a_cache_key_without_input_strides:
+        Bug::CacheKeyWithoutInputStrides;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_window_offsets:
+        Bug::CacheKeyWithoutWindowOffsets;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_the_level: Bug::CacheKeyWithoutLevel;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_by_element_size: Bug::CacheKeyByElementSize;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_the_axis: Bug::CacheKeyWithoutAxis;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_the_tensor_count:
+        Bug::CacheKeyWithoutTensorCount;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_window_sizes:
+        Bug::CacheKeyWithoutWindowSizes;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_window_strides:
+        Bug::CacheKeyWithoutWindowStrides;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_int64_through_a_double: Bug::Int64ThroughDouble;
+    a_3000_case_campaign_catches_int64_narrowed_one_sided: Bug::Int64NarrowedOneSided;
+    a_3000_case_campaign_catches_nan_canonicalised_when_broadcast:
+        Bug::NanCanonicalisedWhenBroadcast;
+    a_3000_case_campaign_catches_subnormals_flushed_when_reversed:
+        Bug::SubnormalsFlushedWhenReversed;
+    a_3000_case_campaign_catches_negative_zero_lost_when_strided:
+        Bug::NegativeZeroLostWhenStrided;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_16_bit_dimension: Bug::Dimension16Bit;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_an_elementwise_index_in_f32: Bug::ElementwiseIndexInF32;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_logical_index_in_i32: Bug::LogicalIndexInI32;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_reversed_rows_in_chunks_of_4096_elements:
+        Bug::ReversedRowChunkElements(4096);
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_reversed_rows_in_chunks_of_1024_bytes:
+        Bug::ReversedRowChunkBytes(1024);
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_reversed_rows_in_chunks_of_65536_bytes:
+        Bug::ReversedRowChunkBytes(65536);
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_the_element_limit_on_bytes: Bug::ElementLimitOnBytes;
+    a_3000_case_campaign_catches_split_sizes_against_the_first_output:
+        Bug::SplitSizesAgainstFirstOutput;
+    a_3000_case_campaign_catches_an_axis_past_2_31_taken_as_negative:
+        Bug::AxisPast2To31Negative;
+    a_3000_case_campaign_catches_empty_strides_read_as_none: Bug::EmptyStridesAsNone;
+    a_3000_case_campaign_catches_a_zero_total_size_read_as_not_given:
+        Bug::ZeroTotalSizeAsNotGiven;
+    a_3000_case_campaign_catches_a_level_between_rows_read_as_the_top:
+        Bug::LevelBetweenRowsAsTop;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_outputs_in_string_order: Bug::OutputsInStringOrder;
+}
