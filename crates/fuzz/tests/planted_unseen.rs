@@ -118,6 +118,9 @@ caught_by_the_corpus! {
     the_corpus_catches_a_cache_key_without_window_sizes: Bug::CacheKeyWithoutWindowSizes;
     the_corpus_catches_a_cache_key_without_window_strides: Bug::CacheKeyWithoutWindowStrides;
     #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_a_cache_key_without_output_strides: Bug::CacheKeyWithoutOutputStrides;
+    the_corpus_catches_a_cache_key_without_the_total_size: Bug::CacheKeyWithoutTotalSize;
+    #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_int64_through_a_double: Bug::Int64ThroughDouble;
     the_corpus_catches_int64_narrowed_one_sided: Bug::Int64NarrowedOneSided;
     the_corpus_catches_nan_canonicalised_when_broadcast: Bug::NanCanonicalisedWhenBroadcast;
@@ -168,6 +171,12 @@ caught_by_a_campaign! {
     #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_window_strides:
         Bug::CacheKeyWithoutWindowStrides;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_output_strides:
+        Bug::CacheKeyWithoutOutputStrides;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_a_cache_key_without_the_total_size:
+        Bug::CacheKeyWithoutTotalSize;
     #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_int64_through_a_double: Bug::Int64ThroughDouble;
     a_3000_case_campaign_catches_int64_narrowed_one_sided: Bug::Int64NarrowedOneSided;

@@ -38,6 +38,10 @@ pub enum Bug {
     CacheKeyWithoutWindowSizes,
     /// The key leaves out Slice1's window strides (the output's sizes are in it).
     CacheKeyWithoutWindowStrides,
+    /// The key leaves out the output tensors' strides (a field the corpus has pairs for).
+    CacheKeyWithoutOutputStrides,
+    /// The key leaves out every TotalTensorSizeInBytes (a field the corpus has pairs for).
+    CacheKeyWithoutTotalSize,
     // Value edges.
     /// INT64 and UINT64 outputs staged through a double when every value is at most 2^54 in
     /// magnitude (the "safe" bound one bit too wide: 2^53 + 1 comes back as 2^53).
@@ -102,6 +106,8 @@ impl Bug {
                 | Bug::CacheKeyWithoutTensorCount
                 | Bug::CacheKeyWithoutWindowSizes
                 | Bug::CacheKeyWithoutWindowStrides
+                | Bug::CacheKeyWithoutOutputStrides
+                | Bug::CacheKeyWithoutTotalSize
         )
     }
 }
@@ -176,6 +182,17 @@ fn cache_key(bug: Bug, op: &OperatorDesc, level: FeatureLevel) -> String {
         (Bug::CacheKeyWithoutInputStrides, op) => {
             for t in input_tensors_mut(op) {
                 t.strides = None;
+            }
+        }
+        (Bug::CacheKeyWithoutOutputStrides, op) => {
+            let inputs = op.inputs().len();
+            for t in all_tensors_mut(op).into_iter().skip(inputs) {
+                t.strides = None;
+            }
+        }
+        (Bug::CacheKeyWithoutTotalSize, op) => {
+            for t in all_tensors_mut(op) {
+                t.total_tensor_size_in_bytes = 0;
             }
         }
         (Bug::CacheKeyWithoutWindowOffsets, OperatorDesc::Slice1(d)) => {
