@@ -13,8 +13,8 @@ mod backend;
 
 use backend::{Bug, Planted};
 use dmlcts_fuzz::{CampaignOptions, CampaignOutcome, run_campaign_at_levels};
-use dmlcts_harness::session::{Session, SessionOptions};
-use dmlcts_harness::{Corpus, Status};
+use dmlcts_harness::session::{RunReport, Session, SessionOptions};
+use dmlcts_harness::{Case, Corpus, Status};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +22,11 @@ use std::time::Duration;
 /// The failures of the embedded corpus on one planted backend (each case at its own level).
 /// A backend that skips everything it cannot break is not a failure here.
 fn corpus_failures(bug: Bug) -> Vec<String> {
+    failures(bug, &Corpus::embedded().cases)
+}
+
+/// `cases` run in order through one session on one planted backend.
+fn run(bug: Bug, cases: &[Case]) -> RunReport {
     let planted = Planted::new(bug);
     let first: Arc<dyn Backend> = Arc::new(planted.at(FeatureLevel::LATEST));
     let at_level = {
@@ -29,8 +34,12 @@ fn corpus_failures(bug: Bug) -> Vec<String> {
         Box::new(move |level| Arc::new(planted.at(level)) as Arc<dyn Backend>)
     };
     let session = Session::new(first, Some(at_level), SessionOptions::default());
-    let report = session.run(&Corpus::embedded().cases, &[], &mut ());
-    (report.results.into_iter())
+    session.run(cases, &[], &mut ())
+}
+
+/// The failures of `cases`, run in order through one session on one planted backend.
+fn failures(bug: Bug, cases: &[Case]) -> Vec<String> {
+    (run(bug, cases).results.into_iter())
         .filter(|r| r.status == Status::Failed && r.id != "skipped-everything")
         .map(|r| r.id)
         .collect()
@@ -74,6 +83,146 @@ fn assert_campaign_catches(bug: Bug) {
 #[test]
 fn without_a_bug_the_planted_backend_passes_the_whole_corpus() {
     assert_eq!(corpus_failures(Bug::None), Vec::<String>::new());
+}
+
+/// Hand-made cases (in order, one backend) that the bugs neither the corpus nor a campaign
+/// catches yet fail, and the correct backend passes: each bug can be caught, and is the
+/// bug described (not one that never fires).
+const BY_HAND: &[(Bug, &str)] = &[
+    (
+        Bug::CacheKeyWithoutAxis,
+        "cases:
+  - name: hand.axis_0
+    split:
+      axis: 0
+      input: {data_type: INT32, sizes: [2, 2]}
+      outputs: [{data_type: INT32, sizes: [1, 2]}, {data_type: INT32, sizes: [1, 2]}]
+  - name: hand.axis_2
+    reject: split.axis_in_range
+    split:
+      axis: 2
+      input: {data_type: INT32, sizes: [2, 2]}
+      outputs: [{data_type: INT32, sizes: [1, 2]}, {data_type: INT32, sizes: [1, 2]}]
+",
+    ),
+    (
+        Bug::CacheKeyWithoutTensorCount,
+        "cases:
+  - name: hand.two_outputs
+    split:
+      axis: 0
+      input: {data_type: INT32, sizes: [2, 2]}
+      outputs: [{data_type: INT32, sizes: [1, 2]}, {data_type: INT32, sizes: [1, 2]}]
+  - name: hand.three_outputs
+    reject: split.output_sizes_sum_to_input
+    split:
+      axis: 0
+      input: {data_type: INT32, sizes: [2, 2]}
+      outputs:
+        - {data_type: INT32, sizes: [1, 2]}
+        - {data_type: INT32, sizes: [1, 2]}
+        - {data_type: INT32, sizes: [1, 2]}
+",
+    ),
+    (
+        Bug::CacheKeyWithoutOutputStrides,
+        "cases:
+  - name: hand.packed_output
+    slice1:
+      input_window_offsets: [0, 0]
+      input_window_sizes: [2, 2]
+      input_window_strides: [1, 1]
+      input: {data_type: INT32, sizes: [2, 2], data: [[1, 2], [3, 4]]}
+      output: {data_type: INT32, sizes: [2, 2]}
+  - name: hand.transposed_output
+    slice1:
+      input_window_offsets: [0, 0]
+      input_window_sizes: [2, 2]
+      input_window_strides: [1, 1]
+      input: {data_type: INT32, sizes: [2, 2], data: [[1, 2], [3, 4]]}
+      output: {data_type: INT32, sizes: [2, 2], strides: [1, 2]}
+",
+    ),
+    (
+        Bug::Int64ThroughDouble,
+        "cases:
+  - name: hand.two_to_the_53_plus_1
+    split:
+      axis: 3
+      input: {data_type: INT64, sizes: [1, 1, 1, 2], data: [[[[9007199254740993, 1]]]]}
+      outputs: [{data_type: INT64, sizes: [1, 1, 1, 1]}, {data_type: INT64, sizes: [1, 1, 1, 1]}]
+",
+    ),
+    (
+        Bug::Dimension16Bit,
+        "cases:
+  - name: hand.dimension_of_65537
+    slice1:
+      input_window_offsets: [0, 0, 0, 0]
+      input_window_sizes: [1, 1, 1, 65537]
+      input_window_strides: [1, 1, 1, 1]
+      input: {data_type: UINT8, sizes: [1, 1, 1, 65537]}
+      output: {data_type: UINT8, sizes: [1, 1, 1, 65537]}
+",
+    ),
+    (
+        Bug::ElementwiseIndexInF32,
+        "cases:
+  - name: hand.broadcast_into_2_24_plus_2
+    slice1:
+      input_window_offsets: [0, 0, 0, 0]
+      input_window_sizes: [1, 1, 2, 8388609]
+      input_window_strides: [1, 1, 1, 1]
+      input: {data_type: UINT8, sizes: [1, 1, 2, 8388609], strides: [0, 0, 1, 0]}
+      output: {data_type: UINT8, sizes: [1, 1, 2, 8388609]}
+",
+    ),
+    (
+        Bug::LogicalIndexInI32,
+        "cases:
+  - name: hand.window_past_2_31
+    slice1:
+      input_window_offsets: [0, 0, 2, 0]
+      input_window_sizes: [1, 1, 1, 4]
+      input_window_strides: [1, 1, 1, 1]
+      input: {data_type: UINT8, sizes: [1, 1, 3, 1073741824], strides: [0, 0, 1, 0]}
+      output: {data_type: UINT8, sizes: [1, 1, 1, 4]}
+",
+    ),
+    (
+        Bug::ElementLimitOnBytes,
+        "cases:
+  - name: hand.two_to_the_31_float16
+    slice1:
+      input_window_offsets: [0, 0, 0, 0]
+      input_window_sizes: [1, 1, 2, 2]
+      input_window_strides: [1, 1, 1, 1]
+      input: {data_type: FLOAT16, sizes: [1, 1, 2, 1073741824], strides: [0, 0, 1, 0]}
+      output: {data_type: FLOAT16, sizes: [1, 1, 2, 2]}
+",
+    ),
+];
+
+#[test]
+fn each_bug_nothing_catches_yet_fails_a_hand_made_sequence_the_correct_backend_passes() {
+    for (bug, text) in BY_HAND {
+        let mut corpus = Corpus::default();
+        corpus.add_text("by-hand.yaml", text);
+        assert!(corpus.errors.is_empty(), "{bug:?}: {:?}", corpus.errors);
+        let correct = run(Bug::None, &corpus.cases);
+        assert_eq!(
+            correct.summary.line(),
+            format!("{} passed, 0 failed, 0 skipped", corpus.cases.len()),
+            "{bug:?}"
+        );
+        let planted = run(*bug, &corpus.cases);
+        let failed: Vec<String> = (planted.results.iter())
+            .filter(|r| r.status == Status::Failed)
+            .map(|r| format!("{}: {}", r.name, r.reason))
+            .collect();
+        eprintln!("{bug:?}: {failed:?}");
+        assert!(!failed.is_empty(), "{bug:?} passes its own sequence");
+    }
 }
 
 #[test]
