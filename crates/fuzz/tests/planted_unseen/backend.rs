@@ -243,9 +243,11 @@ fn buggy_broken(bug: Bug, op: &OperatorDesc, level: FeatureLevel) -> Vec<String>
             }
         }
         Bug::SplitSizesAgainstFirstOutput => {
-            if let OperatorDesc::Split(d) = op {
+            if let OperatorDesc::Split(d) = op
+                && let Some(first) = d.output_tensors.first()
+            {
                 let axis = d.axis as usize;
-                let first = &d.output_tensors[0].sizes;
+                let first = &first.sizes;
                 let alike = d.output_tensors.iter().all(|t| {
                     t.sizes.len() == first.len()
                         && (t.sizes.iter().zip(first).enumerate())
