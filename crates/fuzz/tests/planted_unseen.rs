@@ -157,6 +157,20 @@ const BY_HAND: &[(Bug, &str)] = &[
 ",
     ),
     (
+        Bug::WindowArraysEmptyAsWhole,
+        "cases:
+  - name: hand.empty_window_arrays
+    reject: slice1.window_arrays_length
+    slice1:
+      dimension_count: 4
+      input_window_offsets: []
+      input_window_sizes: []
+      input_window_strides: []
+      input: {data_type: INT32, sizes: [1, 1, 2, 2]}
+      output: {data_type: INT32, sizes: [1, 1, 2, 2]}
+",
+    ),
+    (
         Bug::Int64ThroughDouble,
         "cases:
   - name: hand.two_to_the_53_plus_1
@@ -223,10 +237,11 @@ fn each_bug_nothing_catches_yet_fails_a_hand_made_sequence_the_correct_backend_p
         corpus.add_text("by-hand.yaml", text);
         assert!(corpus.errors.is_empty(), "{bug:?}: {:?}", corpus.errors);
         let correct = run(Bug::None, &corpus.cases);
+        let reasons: Vec<&str> = correct.results.iter().map(|r| r.reason.as_str()).collect();
         assert_eq!(
             correct.summary.line(),
             format!("{} passed, 0 failed, 0 skipped", corpus.cases.len()),
-            "{bug:?}"
+            "{bug:?}: {reasons:?}"
         );
         let planted = run(*bug, &corpus.cases);
         let failed: Vec<String> = (planted.results.iter())
@@ -309,6 +324,11 @@ caught_by_the_corpus! {
     #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_a_zero_total_size_read_as_not_given: Bug::ZeroTotalSizeAsNotGiven;
     #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_empty_window_arrays_read_as_the_whole_input:
+        Bug::WindowArraysEmptyAsWhole;
+    #[ignore = "issue 39: not caught by the corpus yet"]
+    the_corpus_catches_joins_output_data_type_unchecked: Bug::JoinOutputDataTypeUnchecked;
+    #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_a_level_between_rows_read_as_the_top: Bug::LevelBetweenRowsAsTop;
     the_corpus_catches_outputs_in_string_order: Bug::OutputsInStringOrder;
 }
@@ -373,6 +393,11 @@ caught_by_a_campaign! {
     a_3000_case_campaign_catches_empty_strides_read_as_none: Bug::EmptyStridesAsNone;
     a_3000_case_campaign_catches_a_zero_total_size_read_as_not_given:
         Bug::ZeroTotalSizeAsNotGiven;
+    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
+    a_3000_case_campaign_catches_empty_window_arrays_read_as_the_whole_input:
+        Bug::WindowArraysEmptyAsWhole;
+    a_3000_case_campaign_catches_joins_output_data_type_unchecked:
+        Bug::JoinOutputDataTypeUnchecked;
     a_3000_case_campaign_catches_a_level_between_rows_read_as_the_top:
         Bug::LevelBetweenRowsAsTop;
     #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]

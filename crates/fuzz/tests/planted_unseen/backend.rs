@@ -86,6 +86,11 @@ pub enum Bug {
     EmptyStridesAsNone,
     /// A TotalTensorSizeInBytes of 0 read as "not given" (the minimum computed instead).
     ZeroTotalSizeAsNotGiven,
+    /// Slice1's window arrays, all three empty, read as "not given": the whole input, forwards.
+    WindowArraysEmptyAsWhole,
+    /// Join's data types compared among the inputs only, never with the output (the last
+    /// tensor).
+    JoinOutputDataTypeUnchecked,
     /// A level between the table's rows (say 2_0, 3_1, 4_0) looked up as the top row.
     LevelBetweenRowsAsTop,
     // Protocol order.
@@ -269,6 +274,14 @@ fn buggy_broken(bug: Bug, op: &OperatorDesc, level: FeatureLevel) -> Vec<String>
             }
         }
         Bug::EmptyStridesAsNone => broken = rules(&empty_strides_as_none(op), level),
+        Bug::WindowArraysEmptyAsWhole => broken = rules(&empty_window_as_whole(op), level),
+        Bug::JoinOutputDataTypeUnchecked => {
+            if let OperatorDesc::Join(d) = op
+                && (d.input_tensors.iter()).all(|t| t.data_type == d.input_tensors[0].data_type)
+            {
+                broken.retain(|r| r != "join.same_data_type");
+            }
+        }
         Bug::ZeroTotalSizeAsNotGiven => broken = rules(&zero_total_as_minimum(op), level),
         Bug::LevelBetweenRowsAsTop => {
             let between = support_row(op.kind(), level).is_some_and(|r| row_level(r) != level);
@@ -292,6 +305,21 @@ fn empty_strides_as_none(op: &OperatorDesc) -> OperatorDesc {
         if t.strides.as_ref().is_some_and(Vec::is_empty) {
             t.strides = None;
         }
+    }
+    op
+}
+
+fn empty_window_as_whole(op: &OperatorDesc) -> OperatorDesc {
+    let mut op = op.clone();
+    if let OperatorDesc::Slice1(d) = &mut op
+        && d.input_window_offsets.is_empty()
+        && d.input_window_sizes.is_empty()
+        && d.input_window_strides.is_empty()
+    {
+        let n = d.input_tensor.sizes.len();
+        d.input_window_offsets = vec![0; n];
+        d.input_window_sizes = d.input_tensor.sizes.clone();
+        d.input_window_strides = vec![1; n];
     }
     op
 }
@@ -423,6 +451,7 @@ impl Backend for View {
         let plan = match bug {
             Bug::EmptyStridesAsNone => empty_strides_as_none(op),
             Bug::ZeroTotalSizeAsNotGiven => zero_total_as_minimum(op),
+            Bug::WindowArraysEmptyAsWhole => empty_window_as_whole(op),
             _ => op.clone(),
         };
         if !correct.is_empty() {
