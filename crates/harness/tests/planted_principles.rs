@@ -369,3 +369,207 @@ fn the_value_backend_without_its_bug_fails_nothing() {
         );
     }
 }
+
+/// Bugs on sizes and coordinates past the narrow integers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum SizeBug {
+    /// Sizes counted in 16 bits: the last element of an output with a dimension past 65,535
+    /// is not written right.
+    Dimension16Bits,
+    /// An element-wise write (an output that is not packed) indexes through a FLOAT32: element
+    /// 2^24 + 1 lands on 2^24.
+    ElementWiseIndexInFloat32,
+    /// Slice1 input coordinates turned into a signed 32-bit logical index: a window reaching
+    /// past index 2^31 - 1 reads the wrong element.
+    LogicalIndexSigned32,
+    /// The element limit computed on bytes: tensors of this element size with more than
+    /// 2^32 - 1 bytes rejected.
+    ElementLimitOnBytes(usize),
+    /// Window offsets read as signed 32-bit integers: one past 2^31 rejected.
+    WindowOffsetSigned,
+    /// A reversed-row kernel working in chunks of this many bytes restarts a row where a
+    /// chunk starts inside it.
+    ReversedRowChunk(usize),
+}
+
+fn is_packed(t: &TensorDesc) -> bool {
+    t.effective_strides() == TensorDesc::packed(t.data_type, &t.sizes).effective_strides()
+}
+
+/// The byte offset of the element at row-major position `index` of `t`.
+fn byte_of_element(t: &TensorDesc, index: u128) -> usize {
+    let mut rest = index;
+    let mut offset: u128 = 0;
+    for (&n, s) in t.sizes.iter().zip(t.effective_strides()).rev() {
+        offset += (rest % u128::from(n)) * u128::from(s);
+        rest /= u128::from(n);
+    }
+    (offset * t.data_type.element_size() as u128) as usize
+}
+
+/// The largest row-major index of the Slice1 input element the window reads.
+fn largest_window_index(op: &OperatorDesc) -> u128 {
+    let OperatorDesc::Slice1(d) = op else {
+        return 0;
+    };
+    let mut index: u128 = 0;
+    for (k, &n) in d.input_tensor.sizes.iter().enumerate() {
+        let last = d.input_window_offsets[k] + d.input_window_sizes[k] - 1;
+        index = index * u128::from(n) + u128::from(last);
+    }
+    index
+}
+
+/// Byte offsets of a packed output of a reversed-row Slice1 where a chunk of `chunk` bytes
+/// starts inside a row.
+fn chunk_starts_inside_rows(op: &OperatorDesc, chunk: usize) -> Vec<usize> {
+    let OperatorDesc::Slice1(d) = op else {
+        return Vec::new();
+    };
+    let out = &d.output_tensor;
+    let reversed_rows = d.input_window_strides.last().is_some_and(|&s| s < 0);
+    if !reversed_rows || !is_packed(out) {
+        return Vec::new();
+    }
+    let size = out.data_type.element_size();
+    let row = *out.sizes.last().expect("a dimension") as usize * size;
+    let bytes = out.element_count() as usize * size;
+    (1..)
+        .map(|k| k * chunk)
+        .take_while(|&b| b < bytes)
+        .filter(|&b| b % row != 0)
+        .collect()
+}
+
+struct SizeBackend {
+    bug: SizeBug,
+    level: FeatureLevel,
+}
+
+struct SizeFaulty {
+    bug: SizeBug,
+    op: OperatorDesc,
+}
+
+impl SizeBug {
+    /// Whether the bug rejects `op` (valid: the oracle has validated it).
+    fn rejects(self, op: &OperatorDesc) -> bool {
+        match self {
+            SizeBug::ElementLimitOnBytes(size) => {
+                op.inputs().into_iter().chain(op.outputs()).any(|(_, t)| {
+                    t.data_type.element_size() == size
+                        && t.element_count() * size as u128 > u128::from(u32::MAX)
+                })
+            }
+            SizeBug::WindowOffsetSigned => matches!(op, OperatorDesc::Slice1(d)
+                if d.input_window_offsets.iter().any(|&o| o > i32::MAX as u32)),
+            _ => false,
+        }
+    }
+
+    fn reaches(self, op: &OperatorDesc) -> bool {
+        match self {
+            SizeBug::Dimension16Bits => op
+                .outputs()
+                .iter()
+                .any(|(_, t)| t.sizes.iter().any(|&n| n > 65535)),
+            SizeBug::ElementWiseIndexInFloat32 => op
+                .outputs()
+                .iter()
+                .any(|(_, t)| !is_packed(t) && t.element_count() > (1 << 24) + 1),
+            SizeBug::LogicalIndexSigned32 => largest_window_index(op) > i32::MAX as u128,
+            SizeBug::ReversedRowChunk(chunk) => !chunk_starts_inside_rows(op, chunk).is_empty(),
+            SizeBug::ElementLimitOnBytes(_) | SizeBug::WindowOffsetSigned => false,
+        }
+    }
+}
+
+impl Backend for SizeBackend {
+    fn name(&self) -> String {
+        "planted-sizes".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        self.level
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        validate(op, self.level).map_err(|v| rejected(v.to_string()))?;
+        if self.bug.rejects(op) {
+            return Err(rejected("E_INVALIDARG".to_string()));
+        }
+        if !self.bug.reaches(op) {
+            return Err(unsupported());
+        }
+        Ok(Box::new(SizeFaulty {
+            bug: self.bug,
+            op: op.clone(),
+        }))
+    }
+}
+
+impl CompiledOperator for SizeFaulty {
+    fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        oracle_outputs(&self.op, inputs, outputs)?;
+        let descs = self.op.outputs();
+        for ((_, t), binding) in descs.iter().zip(outputs.iter_mut()) {
+            let bytes = binding.bytes_mut();
+            match self.bug {
+                SizeBug::Dimension16Bits if t.sizes.iter().any(|&n| n > 65535) => {
+                    bytes[byte_of_element(t, t.element_count() - 1)] ^= 0xff;
+                }
+                SizeBug::ElementWiseIndexInFloat32
+                    if !is_packed(t) && t.element_count() > (1 << 24) + 1 =>
+                {
+                    bytes[byte_of_element(t, (1 << 24) + 1)] ^= 0xff;
+                }
+                SizeBug::LogicalIndexSigned32 => bytes[0] ^= 0xff,
+                SizeBug::ReversedRowChunk(chunk) => {
+                    for b in chunk_starts_inside_rows(&self.op, chunk) {
+                        bytes[b] ^= 0xff;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn every_size_bug_past_a_narrow_integer_is_caught_by_a_size_edge_case() {
+    let cases = cases_named("sizes.");
+    let mut bugs = vec![
+        SizeBug::Dimension16Bits,
+        SizeBug::ElementWiseIndexInFloat32,
+        SizeBug::LogicalIndexSigned32,
+        SizeBug::WindowOffsetSigned,
+    ];
+    bugs.extend([2, 4, 8].map(SizeBug::ElementLimitOnBytes));
+    bugs.extend((4..=16).map(|k| SizeBug::ReversedRowChunk(1 << k)));
+    let mut missed = Vec::new();
+    for bug in bugs {
+        let caught = failing(&cases, |level| SizeBackend { bug, level });
+        if caught.is_empty() {
+            missed.push(bug);
+        }
+    }
+    assert!(missed.is_empty(), "not caught: {missed:?}");
+}
+
+#[test]
+fn every_chunk_size_starts_inside_a_reversed_row_of_every_element_size() {
+    // The chunk bug at every power of two up to 64 KiB, for each element size: a reversed
+    // row of some size-edge case straddles it.
+    let cases = cases_named("sizes.");
+    for size in [1, 2, 4, 8] {
+        for k in 4..=16 {
+            let straddled = cases.iter().any(|c| {
+                c.op.outputs()[0].1.data_type.element_size() == size
+                    && !chunk_starts_inside_rows(&c.op, 1 << k).is_empty()
+            });
+            assert!(
+                straddled,
+                "no reversed row of {size}-byte elements straddles 2^{k} bytes"
+            );
+        }
+    }
+}
