@@ -573,3 +573,146 @@ fn every_chunk_size_starts_inside_a_reversed_row_of_every_element_size() {
         }
     }
 }
+
+/// Validation bugs on the far side of an edge the corpus used to cover one-sided.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ValidationBug {
+    /// An empty strides array read as "no strides".
+    EmptyStridesAsNone,
+    /// TotalTensorSizeInBytes 0 read as "not given".
+    TotalSizeZeroAsNotGiven,
+    /// The axis read as a signed 32-bit integer: only -1 (2^32 - 1) is taken as out of range;
+    /// other negative values pass `axis < rank`.
+    AxisSigned,
+    /// Split and Join parts' non-axis sizes compared with the first part, not the whole.
+    NonAxisSizesAgainstFirstPart,
+    /// A level between two table rows looked up as the row above it.
+    LevelAsRowAbove,
+}
+
+fn misses(bug: ValidationBug, rule: &str, op: &OperatorDesc) -> bool {
+    let tensors: Vec<&TensorDesc> = op
+        .inputs()
+        .into_iter()
+        .chain(op.outputs())
+        .map(|(_, t)| t)
+        .collect();
+    let axis = match op {
+        OperatorDesc::Split(d) => d.axis,
+        OperatorDesc::Join(d) => d.axis,
+        OperatorDesc::Slice1(_) => 0,
+    };
+    match bug {
+        ValidationBug::EmptyStridesAsNone => {
+            rule == "tensor.strides_count"
+                && tensors.iter().all(|t| {
+                    t.strides
+                        .as_ref()
+                        .is_none_or(|s| s.len() == t.sizes.len() || s.is_empty())
+                })
+        }
+        ValidationBug::TotalSizeZeroAsNotGiven => {
+            rule == "tensor.total_size_minimum"
+                && tensors.iter().all(|t| {
+                    u128::from(t.total_tensor_size_in_bytes) >= t.minimum_size_in_bytes()
+                        || t.total_tensor_size_in_bytes == 0
+                })
+        }
+        ValidationBug::AxisSigned => {
+            rule.ends_with(".axis_in_range") && axis != u32::MAX && axis >= 1 << 31
+        }
+        ValidationBug::NonAxisSizesAgainstFirstPart => {
+            let parts: Vec<&TensorDesc> = match op {
+                OperatorDesc::Split(d) => d.output_tensors.iter().collect(),
+                OperatorDesc::Join(d) => d.input_tensors.iter().collect(),
+                OperatorDesc::Slice1(_) => return false,
+            };
+            let a = axis as usize;
+            let off_axis = |t: &TensorDesc| -> Vec<u32> {
+                (t.sizes.iter().enumerate())
+                    .filter(|&(d, _)| d != a)
+                    .map(|(_, &s)| s)
+                    .collect()
+            };
+            rule.ends_with(".non_axis_sizes_match")
+                && parts.iter().all(|p| off_axis(p) == off_axis(parts[0]))
+        }
+        ValidationBug::LevelAsRowAbove => false,
+    }
+}
+
+/// The level whose table a backend with `bug` uses at `level`.
+fn table_level(bug: ValidationBug, kind: OperatorKind, level: FeatureLevel) -> FeatureLevel {
+    if bug != ValidationBug::LevelAsRowAbove {
+        return level;
+    }
+    let mut rows: Vec<FeatureLevel> = dmlcts_oracle::spec::operator(kind)
+        .tensor_support
+        .iter()
+        .map(dmlcts_oracle::spec::row_level)
+        .collect();
+    rows.sort();
+    if rows.contains(&level) {
+        return level;
+    }
+    rows.into_iter().find(|&r| r > level).unwrap_or(level)
+}
+
+struct ValidationBackend {
+    bug: ValidationBug,
+    level: FeatureLevel,
+}
+
+/// Compiles and runs, writing nothing (it only ever runs what it should have rejected).
+struct Accepted;
+
+impl CompiledOperator for Accepted {
+    fn execute(&self, _: &[&[u8]], _: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl Backend for ValidationBackend {
+    fn name(&self) -> String {
+        "planted-validation".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        self.level
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        let level = table_level(self.bug, op.kind(), self.level);
+        let broken = dmlcts_oracle::broken_rules(op, level);
+        if broken.is_empty() {
+            // Valid as far as the bug's own checks go: where the real level rejects it, the
+            // bug accepts it; otherwise nothing to show.
+            return if validate(op, self.level).is_err() {
+                Ok(Box::new(Accepted))
+            } else {
+                Err(unsupported())
+            };
+        }
+        if broken.iter().all(|v| misses(self.bug, &v.rule, op)) {
+            return Ok(Box::new(Accepted));
+        }
+        Err(rejected("E_INVALIDARG".to_string()))
+    }
+}
+
+#[test]
+fn every_validation_bug_on_the_far_side_of_an_edge_is_caught_by_an_edge_case() {
+    let cases = cases_named("edges.");
+    let bugs = [
+        ValidationBug::EmptyStridesAsNone,
+        ValidationBug::TotalSizeZeroAsNotGiven,
+        ValidationBug::AxisSigned,
+        ValidationBug::NonAxisSizesAgainstFirstPart,
+        ValidationBug::LevelAsRowAbove,
+    ];
+    let mut missed = Vec::new();
+    for bug in bugs {
+        if failing(&cases, |level| ValidationBackend { bug, level }).is_empty() {
+            missed.push(bug);
+        }
+    }
+    assert!(missed.is_empty(), "not caught: {missed:?}");
+}
