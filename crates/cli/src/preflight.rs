@@ -5,7 +5,7 @@
 
 use crate::error::CommandError;
 use dmlcts_harness::Corpus;
-use dmlcts_harness::report::write::{check_folder_writable, check_report_writable};
+use dmlcts_harness::report::write::{check_folder_writable, check_report_writable, written_into};
 use std::path::Path;
 
 /// Each report file a command will write, with its flag (`--json`, `--junit`; `-` is stdout
@@ -73,8 +73,10 @@ pub(crate) fn check_distinct(
     reports: &[(&str, &Path)],
     inputs: &[(&str, &Path)],
 ) -> Result<(), CommandError> {
+    // Reports written into a device, a FIFO or a descriptor's file replace nothing: two may
+    // share one (`--json /dev/null --junit /dev/null`).
     let reports: Vec<(&str, &Path)> = (reports.iter().copied())
-        .filter(|(_, p)| !crate::closing::is_stdout(p))
+        .filter(|(_, p)| !crate::closing::is_stdout(p) && !written_into(p))
         .collect();
     let shown = |p: &Path| dmlcts_harness::text::line(&p.display().to_string()).into_owned();
     for (i, (flag, path)) in reports.iter().enumerate() {

@@ -86,6 +86,22 @@ fn a_device_or_a_link_to_one_as_a_report_path_is_written_into_never_replaced() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// Two reports into one device replace nothing, so they are not "the same file" (a refusal
+// meant for regular files): `--json /dev/null --junit /dev/null`.
+#[test]
+fn two_reports_into_one_device_are_both_written_into_it() {
+    let dir = temp_dir("one-device");
+    mknod_null(&dir.join("null"));
+    let output = dmlcts_in(
+        &dir,
+        &[&ONE_CASE[..], &["--json", "null", "--junit", "null"]].concat(),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(is_char_device(&dir.join("null")), "the device was replaced");
+    assert_eq!(entries(&dir), ["null"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // On main: the FIFO was replaced by a regular file, and its reader waited forever.
 #[test]
 fn a_fifo_as_a_report_path_is_written_into_for_its_reader() {

@@ -36,8 +36,9 @@ struct Budget {
     nodes: usize,
 }
 
-/// Counts the JSON values `text` writes (an upper bound: one per `,`, `[`, `{` outside
-/// strings, plus one), stopping at the line where they pass `max`.
+/// Counts the JSON values `text` writes, keys included (an upper bound: one per `,`, `:`, `[`,
+/// `{` outside strings, plus one), stopping at the line where they pass `max`; never more
+/// than `max` when it returns a count.
 fn count_json_values(text: &str, max: usize) -> Result<usize, usize> {
     let (mut count, mut line) = (1usize, 1usize);
     let (mut in_string, mut escaped) = (false, false);
@@ -56,7 +57,7 @@ fn count_json_values(text: &str, max: usize) -> Result<usize, usize> {
         }
         match b {
             b'"' => in_string = true,
-            b',' | b'[' | b'{' => {
+            b',' | b':' | b'[' | b'{' => {
                 count += 1;
                 if count > max {
                     return Err(line);
@@ -64,6 +65,9 @@ fn count_json_values(text: &str, max: usize) -> Result<usize, usize> {
             }
             _ => {}
         }
+    }
+    if count > max {
+        return Err(line);
     }
     Ok(count)
 }
@@ -440,4 +444,21 @@ fn merged_coverage(shards: &[ShardReport]) -> Value {
         }
     }
     merged.json()
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::count_json_values;
+
+    #[test]
+    fn a_count_never_passes_what_is_left_even_for_a_report_with_no_separators() {
+        // A bare value is one; with nothing left of the budget it is refused, not counted.
+        assert_eq!(count_json_values("7", 1), Ok(1));
+        assert_eq!(count_json_values("7", 0), Err(1));
+        // Keys count as values: an object of n pairs holds 2n of them.
+        assert_eq!(count_json_values(r#"{"a": 1, "b": 2}"#, 100), Ok(5));
+        assert_eq!(count_json_values("{\"a\": 1,\n\"b\": 2}", 4), Err(2));
+        // Separators inside strings are text.
+        assert_eq!(count_json_values(r#"":,[{""#, 1), Ok(1));
+    }
 }

@@ -189,6 +189,15 @@ fn destination(path: &Path) -> Result<Destination, String> {
     }
 }
 
+/// Whether a report to `path` is written into what is there (a device, a FIFO, a descriptor's
+/// file) rather than replacing it: two reports may share such a path (`/dev/null`).
+pub fn written_into(path: &Path) -> bool {
+    matches!(
+        destination(path),
+        Ok(Destination::Device | Destination::Fifo | Destination::Descriptor)
+    )
+}
+
 /// Writes a report to the path the user named, as the module's documentation says: into a
 /// device, a FIFO with a reader or a descriptor's file; a new file renamed over anything else.
 pub fn write_report(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
