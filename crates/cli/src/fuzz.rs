@@ -565,6 +565,9 @@ fn merge_main(args: &MergeArgs) -> CommandResult {
         if bucket["replay"].is_string() {
             crate::say!("  replay: {}", field("replay"));
         }
+        if bucket["replay_runs"].is_string() {
+            crate::say!("  note: that replay runs {}", field("replay_runs"));
+        }
         if let Some(reported) = bucket["reported_replay"].as_str()
             && bucket["replay"].as_str() != Some(reported)
         {

