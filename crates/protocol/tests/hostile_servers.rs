@@ -488,6 +488,46 @@ fn a_server_alternating_errors_and_hangs_is_given_up_after_three_timeouts_of_han
 
 /// Asserts that no process is left a zombie of this one: what the harness adopts is reaped as
 /// it exits (within a scan of the thread that starts servers, 0.2 s apart).
+// A server that names a program of its own `wineserver` (the one name the cgroup kill spares,
+// for the Wine server every DirectML server of a prefix shares) does not outlive its server:
+// only the system's own Wine server binary is spared.
+#[test]
+fn a_program_named_wineserver_that_is_not_the_system_s_does_not_outlive_its_server() {
+    if dmlcts_protocol::containment() != dmlcts_protocol::Containment::Cgroup {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("dmlcts-fake-wineserver-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let command = format!(
+        "cp /bin/sleep {dir}/wineserver && {{ {dir}/wineserver 600 & echo $! > {pid}; }} && \
+         exec {server} hang-after-hello",
+        dir = dir.display(),
+        pid = pid_file.display(),
+        server = env!("CARGO_BIN_EXE_dmlcts-broken-server"),
+    );
+    let mut options = ProcessOptions::new(&command);
+    options.timeout = Duration::from_millis(300);
+    options.startup_timeout = Duration::from_secs(5);
+    let backend = ProcessBackend::start(options).expect("the server starts");
+    let result = run_case(&backend, &doc_cases()[0], &RunOptions::default());
+    assert_eq!(result.status, Status::Failed);
+    drop(backend);
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.contains(") Z "));
+    if alive {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!alive, "the fake wineserver {pid} outlived its server");
+}
+
 fn assert_no_zombie_children() {
     let until = Instant::now() + Duration::from_secs(2);
     while !zombie_children().is_empty() && Instant::now() < until {

@@ -607,11 +607,40 @@ mod cgroup {
     }
 
     /// Whether `pid` runs Wine's server (`wineserver`, `wineserver64`), which every Wine
-    /// process of a prefix shares.
+    /// process of a prefix shares: the system's own binary (`system_wine_servers`), never
+    /// another file of that name, which a server could make to outlive its cgroup.
     fn is_wine_server(pid: i32) -> bool {
-        std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
-            exe.file_name()
-                .is_some_and(|name| name == "wineserver" || name == "wineserver64")
+        std::fs::read_link(format!("/proc/{pid}/exe"))
+            .is_ok_and(|exe| system_wine_servers().contains(&exe))
+    }
+
+    /// The Wine server binaries of this system: `wineserver` and `wineserver64` where PATH
+    /// finds them, and beside the file each resolves to (Debian's `wineserver` is a script
+    /// that runs `wineserver64` from its own folder), links resolved. Read once.
+    fn system_wine_servers() -> &'static [PathBuf] {
+        static FOUND: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+        FOUND.get_or_init(|| {
+            let names = ["wineserver", "wineserver64"];
+            let mut found = Vec::new();
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            for dir in std::env::split_paths(&path) {
+                for name in names {
+                    let Ok(real) = std::fs::canonicalize(dir.join(name)) else {
+                        continue;
+                    };
+                    if let Some(folder) = real.parent() {
+                        for beside in names {
+                            if let Ok(real) = std::fs::canonicalize(folder.join(beside)) {
+                                found.push(real);
+                            }
+                        }
+                    }
+                    found.push(real);
+                }
+            }
+            found.sort();
+            found.dedup();
+            found
         })
     }
 }
