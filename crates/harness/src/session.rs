@@ -338,10 +338,14 @@ impl<'a> Session<'a> {
             Counted::SkippedByBackend(_) => Reach::Unsupported,
             Counted::NotCounted => Reach::OutsideLevels,
         };
+        // The case's worst outcome over its data sets: a failure on any of them is a failure
+        // of what the case checks.
         let own = &results[0];
-        tally
-            .coverage
-            .record(case, own.status, reach, own.run_level);
+        let worst = [Status::Failed, Status::ExpectedFailure]
+            .into_iter()
+            .find(|worst| results.iter().any(|r| r.status == *worst))
+            .unwrap_or(own.status);
+        tally.coverage.record(case, worst, reach, own.run_level);
         Step {
             results,
             counted,

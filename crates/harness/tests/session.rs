@@ -2,11 +2,12 @@
 //! ids and skipped-everything tally; the step shared by threads.
 
 use dmlcts_harness::expectations::Expectations;
+use dmlcts_harness::report::coverage::State;
 use dmlcts_harness::session::{Counted, Event, Reporter, Session, SessionOptions};
 use dmlcts_harness::{Case, Corpus, LoadError, Status};
 use dmlcts_oracle::OracleBackend;
 use dmlcts_tensor::{
-    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc,
+    Backend, CompileError, CompiledOperator, DataType, FeatureLevel, OperatorDesc, OutputBinding,
 };
 use std::sync::Arc;
 
@@ -154,4 +155,57 @@ fn threads_share_one_session_and_its_tally() {
         }
     });
     assert_eq!(session.skipped_everything(), None);
+}
+
+/// The oracle, but every execution after the first writes a wrong first byte.
+struct WrongAfterFirst(OracleBackend, Arc<std::sync::atomic::AtomicUsize>);
+
+struct WrongAfterFirstCompiled<'a>(
+    Box<dyn CompiledOperator + 'a>,
+    Arc<std::sync::atomic::AtomicUsize>,
+);
+
+impl CompiledOperator for WrongAfterFirstCompiled<'_> {
+    fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
+        self.0.execute(inputs, outputs)?;
+        if self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 {
+            let out = &mut outputs[0];
+            out.buffer[out.offset] ^= 0xff;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for WrongAfterFirst {
+    fn name(&self) -> String {
+        "wrong-after-first".to_string()
+    }
+    fn feature_level(&self) -> FeatureLevel {
+        self.0.feature_level()
+    }
+    fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        Ok(Box::new(WrongAfterFirstCompiled(
+            self.0.compile(op)?,
+            self.1.clone(),
+        )))
+    }
+}
+
+#[test]
+fn a_failure_on_a_later_data_set_is_a_failure_of_what_the_case_checks() {
+    let session = Session::new(
+        Arc::new(WrongAfterFirst(
+            OracleBackend::new(FeatureLevel::L4_1),
+            Arc::default(),
+        )),
+        None,
+        SessionOptions::default(),
+    );
+    let case = (doc_cases().into_iter())
+        .find(|c| c.name.starts_with("doc.join."))
+        .expect("a doc join case");
+    let step = session.step_with_data_sets(&case, std::slice::from_ref(&case.inputs));
+    let statuses: Vec<Status> = step.results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Status::Passed, Status::Failed]);
+    assert_eq!(session.coverage().state("join.copy"), State::Failed);
 }
