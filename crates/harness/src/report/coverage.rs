@@ -290,7 +290,7 @@ impl Coverage {
         let (rules, properties): (Vec<_>, Vec<_>) = assertions.iter().partition(|a| a.rule);
         let checked = |list: &[&Assertion]| {
             (list.iter())
-                .filter(|a| self.state(&a.id) == State::Checked)
+                .filter(|a| matches!(self.state(&a.id), State::Checked | State::KnownToDiffer))
                 .count()
         };
         let types: Vec<&Assertion> = properties
@@ -326,7 +326,6 @@ impl Coverage {
         }
         for state in [
             State::Failed,
-            State::KnownToDiffer,
             State::NotJudged,
             State::Unsupported,
             State::OutsideLevels,
@@ -371,6 +370,20 @@ impl Coverage {
         }
         if !not.is_empty() {
             let _ = write!(line, "; not checked: {}", not.join(", "));
+        }
+        // Counted as checked above: their cases ran and failed as the expectations say.
+        let differ: Vec<&str> = (assertions.iter())
+            .filter(|a| self.state(&a.id) == State::KnownToDiffer)
+            .map(|a| a.id.as_str())
+            .collect();
+        if differ.len() > MAX_NAMED {
+            let _ = write!(
+                line,
+                "; of those, {} known to differ",
+                count(differ.len(), "assertion", "assertions")
+            );
+        } else if !differ.is_empty() {
+            let _ = write!(line, "; of those, known to differ: {}", differ.join(", "));
         }
         line
     }
@@ -531,6 +544,31 @@ mod tests {
         });
         assert_eq!(Coverage::from_json(&hostile), Some(Coverage::new("strict")));
         assert_eq!(Coverage::from_json(&serde_json::json!([])), None);
+    }
+
+    #[test]
+    fn an_assertion_known_to_differ_counts_as_checked_and_is_named_as_differing() {
+        let corpus = crate::Corpus::embedded();
+        let level = Some(FeatureLevel::L4_1);
+        let mut all_passed = Coverage::new("strict");
+        for case in &corpus.cases {
+            all_passed.record(case, Status::Passed, Reach::Ran, level);
+        }
+        let rule = "tensor.sizes_nonzero";
+        let mut differs = Coverage::new("strict");
+        for case in &corpus.cases {
+            let status = if assertions(case).iter().any(|a| a == rule) {
+                Status::ExpectedFailure
+            } else {
+                Status::Passed
+            };
+            differs.record(case, status, Reach::Ran, level);
+        }
+        assert_eq!(differs.state(rule), State::KnownToDiffer);
+        assert_eq!(
+            differs.line(),
+            format!("{}; of those, known to differ: {rule}", all_passed.line())
+        );
     }
 
     #[test]
