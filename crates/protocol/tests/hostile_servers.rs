@@ -793,11 +793,20 @@ fn what_the_server_of_a_harness_killed_by_sigkill_started_is_ended_by_the_next_h
         let n = std::io::BufRead::read_line(&mut stdout, &mut line).expect("its output");
         assert!(n > 0, "the harness ended before its server was ready");
     }
-    let pids: Vec<u32> = std::fs::read_to_string(&pids_file)
-        .expect("the server recorded its pid")
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
+    // The lingering copy records its pid as it starts, which may come after `ready` on a
+    // loaded machine: waited for, within a bound.
+    let read_pids = || -> Vec<u32> {
+        std::fs::read_to_string(&pids_file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    while read_pids().len() < 2 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pids = read_pids();
     assert_eq!(pids.len(), 2, "the server and its lingering copy");
     harness.kill().expect("SIGKILL");
     let _ = harness.wait();
