@@ -26,9 +26,8 @@ pub mod text;
 pub use corpus::{Case, Corpus, Expectation, LoadError, cases_to_yaml};
 pub use run::{
     CaseResult, DeviceFactory, Devices, LibtestTarget, Replay, ReplayRecipe, ResultIds, RunOptions,
-    Shell, Status, argv_word, case_id, command_word, corpus_trials, level_skip_reason,
-    libtest_main, libtest_main_at_each_level, libtest_run, libtest_run_at_each_level,
-    load_error_result, load_error_results, replay_command, run_case, run_case_with_data_sets,
-    shell_word, skip_reason,
+    Shell, Status, case_id, command_word, corpus_trials, level_skip_reason, libtest_main,
+    libtest_main_at_each_level, libtest_run, libtest_run_at_each_level, load_error_result,
+    load_error_results, replay_command, run_case, run_case_with_data_sets, shell_word, skip_reason,
 };
 pub use session::{Event, Reporter, RunReport, Session, SessionOptions};

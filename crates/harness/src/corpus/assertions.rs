@@ -19,7 +19,7 @@ pub fn assertions(case: &Case) -> Vec<String> {
 
 /// The execution properties a valid descriptor exercises, as specs/execution-properties.yaml
 /// defines them (its `derived_from`).
-pub fn exercised(op: &OperatorDesc) -> Vec<&'static str> {
+pub(crate) fn exercised(op: &OperatorDesc) -> Vec<&'static str> {
     let mut found = Vec::new();
     match op {
         OperatorDesc::Split(d) => {
@@ -86,7 +86,7 @@ pub fn exercised(op: &OperatorDesc) -> Vec<&'static str> {
 }
 
 /// The id of a data type's bit-pattern property: `bits.FLOAT16`.
-pub fn bits_id(data_type: dmlcts_tensor::DataType) -> &'static str {
+pub(crate) fn bits_id(data_type: dmlcts_tensor::DataType) -> &'static str {
     use dmlcts_tensor::DataType::*;
     match data_type {
         Float64 => "bits.FLOAT64",

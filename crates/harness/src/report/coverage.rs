@@ -118,7 +118,7 @@ pub struct Assertion {
 }
 
 /// Every assertion: the rules of specs/ in their files' order, then the execution properties.
-pub fn all_assertions() -> Vec<Assertion> {
+pub(crate) fn all_assertions() -> Vec<Assertion> {
     let rules = spec::all_constraints().into_iter().map(|c| Assertion {
         id: c.id.clone(),
         rule: true,

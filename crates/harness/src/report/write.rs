@@ -274,7 +274,7 @@ pub fn check_folder_writable(folder: &Path) -> Result<(), String> {
 
 /// Whether `write_atomically(path, ..)` can succeed: the name is not a folder, and its folder
 /// can be made and written in. What is at the name now does not matter: it is replaced.
-pub fn check_file_writable(path: &Path) -> Result<(), String> {
+pub(crate) fn check_file_writable(path: &Path) -> Result<(), String> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(format!("{} is a folder", path.display()));
     }

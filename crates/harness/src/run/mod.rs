@@ -17,8 +17,8 @@ pub use libtest::{
 };
 pub use load_error::{LOAD_ERROR_ID_PREFIX, load_error_result, load_error_results};
 pub use replay::{
-    LibtestTarget, Replay, ReplayRecipe, Shell, argv_word, command_word, libtest_filter_words,
-    option_words, shell_word,
+    LibtestTarget, Replay, ReplayRecipe, Shell, command_word, libtest_filter_words, option_words,
+    shell_word,
 };
 pub(crate) use runner::SkipCheck;
 pub use runner::{

@@ -147,7 +147,7 @@ impl Shell {
 /// Rust's std follows too): words with a space, a tab or a quote, and empty words, go in
 /// double quotes, with `\"` for a quote and the backslashes before a quote (or the closing
 /// one) doubled. The word a server command is given on Windows, where no shell reads it.
-pub fn argv_word(word: &str) -> String {
+pub(crate) fn argv_word(word: &str) -> String {
     if !word.is_empty() && !word.contains([' ', '\t', '\n', '\x0b', '"']) {
         return word.to_string();
     }
