@@ -75,16 +75,24 @@ pub struct AdapterMatch {
 
 impl AdapterMatch {
     fn matches(&self, adapter: &dmlcts_tensor::AdapterInfo) -> bool {
-        self.vendor
-            .as_deref()
-            .is_none_or(|v| !adapter.vendor.is_empty() && v.eq_ignore_ascii_case(&adapter.vendor))
-            && (self.name.as_deref()).is_none_or(|n| {
-                !adapter.name.is_empty() && adapter.name.to_lowercase().contains(&n.to_lowercase())
-            })
-            && (self.driver.as_ref()).is_none_or(|d| {
-                Version::parse(&adapter.driver).is_some_and(|driver| d.matches(&driver))
-            })
+        self.vendor.as_deref().is_none_or(|v| {
+            !adapter.vendor.is_empty() && vendor_named(v).eq_ignore_ascii_case(&adapter.vendor)
+        }) && (self.name.as_deref()).is_none_or(|n| {
+            !adapter.name.is_empty() && adapter.name.to_lowercase().contains(&n.to_lowercase())
+        }) && (self.driver.as_ref()).is_none_or(|d| {
+            Version::parse(&adapter.driver).is_some_and(|driver| d.matches(&driver))
+        })
     }
+}
+
+/// A vendor as a backend reports it: a PCI vendor id (`0x10de`) by its name (`nvidia`,
+/// `dmlcts_tensor::vendor_name`), a name as written.
+fn vendor_named(vendor: &str) -> String {
+    (vendor
+        .strip_prefix("0x")
+        .or_else(|| vendor.strip_prefix("0X")))
+    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+    .map_or_else(|| vendor.to_string(), dmlcts_tensor::vendor_name)
 }
 
 /// The fields of an entry that say which subjects it is about.
@@ -246,6 +254,15 @@ mod tests {
         assert!(applies(
             "implementation: directml\nadapter: {vendor: \"0x1af4\"}",
             &directml("1.15.4.0", "0x1af4", "1")
+        ));
+        // A known vendor's id is its name, as the backend reports it.
+        assert!(applies(
+            "implementation: directml\nadapter: {vendor: \"0x10DE\"}",
+            &directml("1.15.4.0", "nvidia", "1")
+        ));
+        assert!(!applies(
+            "implementation: directml\nadapter: {vendor: \"0x10de\"}",
+            &directml("1.15.4.0", "amd", "1")
         ));
     }
 
