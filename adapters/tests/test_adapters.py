@@ -105,6 +105,18 @@ class ServerTests:
         self.assertEqual(self.hello["data_types"], list(adapter.DTYPES))
         self.assertRegex(self.hello["device"], r"version \d+\.\d+\.\d+")
 
+    def test_an_input_too_large_to_pack_is_unsupported_with_the_bound_named(self):
+        # A broadcast input of 2^32 - 1 elements: a few bytes to the harness, 16 GiB packed.
+        operator = {"slice1": {"dimension_count": 4, "input_window_offsets": [0, 0, 0, 0],
+                               "input_window_sizes": [1, 1, 1, 1],
+                               "input_window_strides": [1, 1, 1, 1],
+                               "input": tensor("FLOAT32", [1, 1, 65537, 65535], [0, 0, 1, 0],
+                                               total=262148),
+                               "output": tensor("FLOAT32", [1, 1, 1, 1])}}
+        reply = self.server.ask({"type": "compile", "id": 30, "operator": operator})[0]
+        self.assertEqual((reply["type"], reply["id"]), ("unsupported", 30), reply)
+        self.assertIn("past the glue's bound of 1073741824", reply["reason"])
+
     def test_malformed_descriptors_are_rejected_and_the_server_keeps_serving(self):
         for i, operator in enumerate([{"split": {"axis": 0}}, {"pad": {}}, {}, {"join": None}]):
             reply = self.server.ask({"type": "compile", "id": 100 + i, "operator": operator})[0]

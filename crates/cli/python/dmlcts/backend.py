@@ -61,8 +61,13 @@ __all__ = [
     "PROTOCOL", "DTYPES", "LEVEL", "LEVELS", "Rejected", "Unsupported",
     "read_exact", "read_frame", "write_frame",
     "dtype", "strides_of", "tensors", "layout_problem", "view", "gather", "scatter",
-    "serve", "framework_rejection",
+    "serve", "framework_rejection", "MAX_PACKED_BYTES",
 ]
+
+#: The most bytes `serve` packs one input into (`gather`): a descriptor whose input would take
+#: more (a broadcast input of 2^32 - 1 elements, which costs the harness a few bytes) is
+#: answered `unsupported`, with this bound named, instead of exhausting the machine's memory.
+MAX_PACKED_BYTES = 1 << 30
 
 #: The protocol version this module speaks.
 PROTOCOL = 1
@@ -320,6 +325,13 @@ def serve(name, device="", compile=None, run=None, *, split=None, join=None, sli
                         problem = layout_problem(f"{role} {i}", t)
                         if problem:
                             raise Rejected(f"adapter: {problem[1]}", problem[0])
+                for i, t in enumerate(inputs):
+                    packed = dtype(t).itemsize * int(np.prod(t["sizes"], dtype=object))
+                    if packed > MAX_PACKED_BYTES:
+                        raise Unsupported(
+                            f"adapter: input {i} would be packed into {packed} bytes, past "
+                            f"the glue's bound of {MAX_PACKED_BYTES} (dmlcts.backend."
+                            f"MAX_PACKED_BYTES)")
                 compiled[rid] = (header["operator"], compile(header["operator"]))
             except Rejected as r:
                 reply = {"type": "rejected", "id": rid, "reason": r.reason, "rule": r.rule}
