@@ -42,12 +42,13 @@ class OrtWebGpuServer(test_adapters.ServerTests, unittest.TestCase):
         self.assertIn("shader-f16", reply["reason"])
 
     def test_float16_is_refused_without_allocating_the_cases_tensors(self):
-        # The corpus's 2^32-element FLOAT16 Split (8 GiB): the shader-f16 probe runs a
-        # two-element model, never the case's own on zeros of its whole size.
-        big = test_adapters.tensor("FLOAT16", [16, 16, 256, 65536])
+        # A 2^28-element FLOAT16 Split (512 MiB, inside the glue's 1 GiB packing bound, which
+        # refuses the corpus's 8 GiB one before the provider sees it): the shader-f16 probe
+        # runs a two-element model, never the case's own on zeros of its whole size.
+        big = test_adapters.tensor("FLOAT16", [16, 16, 256, 4096])
         operator = {"split": {"axis": 1, "input": big,
-                              "outputs": [test_adapters.tensor("FLOAT16", [16, 15, 256, 65536]),
-                                          test_adapters.tensor("FLOAT16", [16, 1, 256, 65536])]}}
+                              "outputs": [test_adapters.tensor("FLOAT16", [16, 15, 256, 4096]),
+                                          test_adapters.tensor("FLOAT16", [16, 1, 256, 4096])]}}
         reply = self.server.ask({"type": "compile", "id": 32, "operator": operator})[0]
         self.assertEqual(reply["type"], "unsupported", reply)
         self.assertIn("shader-f16", reply["reason"])
