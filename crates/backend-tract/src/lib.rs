@@ -144,6 +144,17 @@ impl Backend for TractBackend {
     }
 
     fn compile(&self, op: &OperatorDesc) -> Result<Box<dyn CompiledOperator + '_>, CompileError> {
+        // tract takes every input as a dense tensor of its logical shape: a broadcast input
+        // of billions of elements (the corpus's size edges) would be gathered into gigabytes.
+        for (name, desc) in op.inputs() {
+            let bytes = desc.element_count() * desc.data_type.element_size() as u128;
+            if bytes > MAX_DENSE_INPUT_BYTES {
+                return Err(CompileError::Unsupported(format!(
+                    "{name} is given to tract dense: {bytes} bytes, more than this backend \
+                     gathers ({MAX_DENSE_INPUT_BYTES} bytes)"
+                )));
+            }
+        }
         let plan = model::build(op)?;
         Ok(Box::new(CompiledTract {
             plan,
@@ -152,6 +163,9 @@ impl Backend for TractBackend {
         }))
     }
 }
+
+/// The largest dense input this backend gathers for tract: 1 GiB.
+const MAX_DENSE_INPUT_BYTES: u128 = 1 << 30;
 
 #[cfg(test)]
 mod tests {

@@ -29,6 +29,7 @@ fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
             vec![
                 "one stride fewer than dimensions",
                 "one stride more than dimensions",
+                "an empty strides array",
             ],
         ),
         (
@@ -46,6 +47,7 @@ fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
                 "one byte short",
                 "below the unrounded minimum",
                 "a minimum past 2^32 bytes, its low 32 bits given",
+                "TotalTensorSizeInBytes 0",
             ],
         ),
         (
@@ -62,6 +64,7 @@ fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
             vec![
                 "an array one entry longer than DimensionCount",
                 "an array one entry shorter than DimensionCount",
+                "an empty array",
             ],
         ),
         (
@@ -143,6 +146,7 @@ fn edges_wanted() -> BTreeMap<&'static str, Vec<&'static str>> {
             vec![
                 "Axis = DimensionCount",
                 "Axis 2^32 - 1 (-1 as a signed integer)",
+                "Axis 2^31 (negative as a signed integer)",
             ],
         );
         wanted.insert(
@@ -228,6 +232,7 @@ fn interleaved(tensor: &TensorDesc) -> bool {
 fn valid_descriptors_are_valid_at_their_level_and_include_unusual_valid_outputs() {
     let mut runner = TestRunner::deterministic();
     let (mut zero_unit, mut largest_unit, mut interleaved_outputs) = (0, 0, 0);
+    let mut two_digit_part_counts = 0;
     for level in FeatureLevel::ALL {
         let Some(strategy) = valid_desc_at(None, level, None) else {
             panic!("Split and Join exist at {level}");
@@ -237,6 +242,12 @@ fn valid_descriptors_are_valid_at_their_level_and_include_unusual_valid_outputs(
             if let Err(v) = validate(&op, level) {
                 panic!("invalid at {level}: {v}: {op:?}");
             }
+            let parts = match &op {
+                OperatorDesc::Split(d) => d.output_tensors.len(),
+                OperatorDesc::Join(d) => d.input_tensors.len(),
+                OperatorDesc::Slice1(_) => 1,
+            };
+            two_digit_part_counts += usize::from(parts >= 11);
             for output in outputs(&op) {
                 let unit = |stride: u32| {
                     output.strides.as_ref().is_some_and(|s| {
@@ -262,6 +273,12 @@ fn valid_descriptors_are_valid_at_their_level_and_include_unusual_valid_outputs(
     assert!(
         interleaved_outputs > 50,
         "{interleaved_outputs} interleaved outputs"
+    );
+    // Part counts past 10 (where "10" sorts before "2"), often enough that a campaign of a
+    // few thousand cases meets many.
+    assert!(
+        two_digit_part_counts > 100,
+        "{two_digit_part_counts} of 2,100 valid descriptors with 11 or more parts"
     );
 }
 

@@ -19,6 +19,9 @@ enum Bug {
     NegativeStrideFlip,
     /// A valid Join of 3 or more inputs is rejected.
     RejectsJoinOfThree,
+    /// A Split of 11 or more outputs fills them in the string order of their index ("10"
+    /// before "2"): output 2 gets what belongs to output 10 (its first byte flipped stands in).
+    OutputsInStringOrder,
 }
 
 struct Planted {
@@ -28,12 +31,14 @@ struct Planted {
 
 struct Flipping<'a> {
     inner: Box<dyn CompiledOperator + 'a>,
+    /// The output whose first byte is flipped.
+    output: usize,
 }
 
 impl CompiledOperator for Flipping<'_> {
     fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
         self.inner.execute(inputs, outputs)?;
-        outputs[0].bytes_mut()[0] ^= 0x01;
+        outputs[self.output].bytes_mut()[0] ^= 0x01;
         Ok(())
     }
 }
@@ -55,7 +60,19 @@ impl Backend for Planted {
                         .zip(&d.output_tensor.sizes)
                         .any(|(&stride, &size)| stride < 0 && size >= 3) =>
             {
-                Ok(Box::new(Flipping { inner: compiled }))
+                Ok(Box::new(Flipping {
+                    inner: compiled,
+                    output: 0,
+                }))
+            }
+            OperatorDesc::Split(d)
+                if self.bugs.contains(&Bug::OutputsInStringOrder)
+                    && d.output_tensors.len() >= 11 =>
+            {
+                Ok(Box::new(Flipping {
+                    inner: compiled,
+                    output: 2,
+                }))
             }
             OperatorDesc::Join(d)
                 if self.bugs.contains(&Bug::RejectsJoinOfThree) && d.input_tensors.len() >= 3 =>
@@ -162,6 +179,19 @@ fn one_planted_bug_found_from_five_seeds_lands_in_one_bucket() {
         let case = &outcome.buckets[0].case;
         assert_eq!(features(&case.op), ["negative_stride"], "seed {seed}");
     }
+}
+
+#[test]
+fn a_bug_past_ten_outputs_is_found_by_a_3000_case_campaign() {
+    let outcome = campaign(&[Bug::OutputsInStringOrder], 1, 3000, None);
+    let [bucket] = outcome.buckets.as_slice() else {
+        panic!("{:?}", outcome.buckets)
+    };
+    assert!(bucket.count >= 2, "met {} time(s)", bucket.count);
+    let OperatorDesc::Split(d) = &bucket.case.op else {
+        panic!("{:?}", bucket.case.op)
+    };
+    assert!(d.output_tensors.len() >= 11);
 }
 
 /// Fails its first compile only, as a hang of a shared machine would.

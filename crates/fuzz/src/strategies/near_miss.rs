@@ -160,7 +160,11 @@ fn strides_count(op: &mut OperatorDesc, p: Picks) -> &'static str {
     // Without its last stride, an interleaved output's last dimension would not move its
     // address, and its addresses would overlap.
     let can_drop = !strides.is_empty() && (!is_output || is_nested(tensor));
-    let edge = if p.edge.is_multiple_of(2) && can_drop {
+    let edge = if p.edge % 3 == 2 && can_drop {
+        // Zero as well as too few: an array that is there but empty, not "no strides".
+        strides.clear();
+        "an empty strides array"
+    } else if p.edge.is_multiple_of(2) && can_drop {
         strides.pop();
         "one stride fewer than dimensions"
     } else {
@@ -265,7 +269,12 @@ fn total_size_minimum(op: &mut OperatorDesc, p: Picks) -> &'static str {
     let (tensor, is_output) = pick(tensors_mut(op), p.tensor).expect("an operator has tensors");
     let rounded = u64::try_from(tensor.minimum_size_in_bytes()).unwrap_or(u64::MAX);
     let exact = u64::try_from(unrounded_minimum(tensor)).unwrap_or(u64::MAX);
-    match p.edge % 3 {
+    match p.edge % 4 {
+        3 => {
+            // Zero as well as too small: 0 is not "not given".
+            tensor.total_tensor_size_in_bytes = 0;
+            "TotalTensorSizeInBytes 0"
+        }
         1 if exact >= 1 && exact < rounded => {
             tensor.total_tensor_size_in_bytes = exact - 1;
             "below the unrounded minimum"
@@ -463,6 +472,10 @@ fn split_join_rule(
             if p.edge % 3 == 2 {
                 *axis = u32::MAX;
                 "Axis 2^32 - 1 (-1 as a signed integer)"
+            } else if p.edge % 3 == 1 {
+                // Past 2^31 as well as past the rank.
+                *axis = 1 << 31;
+                "Axis 2^31 (negative as a signed integer)"
             } else {
                 *axis = dims as u32;
                 "Axis = DimensionCount"
@@ -524,6 +537,15 @@ fn slice1_rule(rule: &str, d: &mut Slice1Desc, tables: &Tables, p: Picks) -> Opt
     let counts = tables.dims.clone();
     let i = usize::from(p.dim) % dims.max(1);
     let edge = match local {
+        "window_arrays_length" if p.edge % 3 == 2 => {
+            // Empty as well as short.
+            match p.tensor % 3 {
+                0 => d.input_window_offsets.clear(),
+                1 => d.input_window_sizes.clear(),
+                _ => d.input_window_strides.clear(),
+            }
+            "an empty array"
+        }
         "window_arrays_length" => {
             let longer = p.edge.is_multiple_of(2);
             match p.tensor % 3 {
