@@ -110,19 +110,35 @@ pub fn validation_edge_cases(kind: OperatorKind, file: &str) -> Vec<Case> {
             }
         }
         OperatorKind::Slice1 => {
-            for array in ["offsets", "sizes", "strides"] {
+            // Every non-empty set of the three arrays empty at once: one empty array, and
+            // all of them, which a backend may read as "the whole input".
+            let arrays = ["offsets", "sizes", "strides"];
+            for set in 1..(1u32 << arrays.len()) {
+                let chosen: Vec<&str> = (0..arrays.len())
+                    .filter(|i| set & (1 << i) != 0)
+                    .map(|i| arrays[i])
+                    .collect();
                 let mut op = base.clone();
                 if let OperatorDesc::Slice1(d) = &mut op {
-                    match array {
-                        "offsets" => d.input_window_offsets.clear(),
-                        "sizes" => d.input_window_sizes.clear(),
-                        _ => d.input_window_strides.clear(),
+                    for array in &chosen {
+                        match *array {
+                            "offsets" => d.input_window_offsets.clear(),
+                            "sizes" => d.input_window_sizes.clear(),
+                            _ => d.input_window_strides.clear(),
+                        }
                     }
                 }
+                let described: Vec<String> = (chosen.iter())
+                    .map(|a| format!("InputWindow{}", capitalized(a)))
+                    .collect();
+                let description = match described.as_slice() {
+                    [one] => format!("an empty {one} array"),
+                    many => format!("empty {} arrays", many.join(", ")),
+                };
                 cases.push(rejected_alone(
-                    format!("edges.slice1.window_{array}_empty"),
+                    format!("edges.slice1.window_{}_empty", chosen.join("_")),
                     file,
-                    format!("an empty InputWindow{} array", capitalized(array)),
+                    description,
                     op,
                     "slice1.window_arrays_length",
                 ));

@@ -170,15 +170,61 @@ fn negative(data_type: DataType, bits: u64) -> bool {
     (bits >> (width - 1)) & 1 == 1
 }
 
-/// The value sets a type's cases carry: every value, or for signed integers each side alone.
-fn value_sets(data_type: DataType) -> Vec<(&'static str, Vec<u64>)> {
+/// The value sets a type's cases carry: every value, or for signed integers each side alone;
+/// and for 4- and 8-byte integers, each of those again with only the values a float staging
+/// type takes for "safe" (a magnitude of at most 2^25 for a FLOAT32, 2^54 for a double, one
+/// bit past their significands), so a backend that stages through the float only when every
+/// value looks small enough meets 2^24 + 1 or 2^53 + 1 all the same.
+fn value_sets(data_type: DataType) -> Vec<(String, Vec<u64>)> {
     let values = edge_values(data_type);
-    if !data_type.is_signed_integer() {
-        return vec![("all", values)];
+    let sides: Vec<(&str, Vec<u64>)> = if data_type.is_signed_integer() {
+        let (below, rest): (Vec<u64>, Vec<u64>) =
+            values.into_iter().partition(|&v| negative(data_type, v));
+        vec![("negative", below), ("nonnegative", rest)]
+    } else {
+        vec![("all", values)]
+    };
+    let mut sets: Vec<(String, Vec<u64>)> = Vec::new();
+    for (side, values) in sides {
+        if let Some(k) = staging_magnitude(data_type) {
+            let small: Vec<u64> = (values.iter().copied())
+                .filter(|&v| magnitude(data_type, v) <= 1u128 << k)
+                .collect();
+            let name = match side {
+                "all" => format!("within_2_{k}"),
+                side => format!("{side}_within_2_{k}"),
+            };
+            sets.push((side.to_string(), values));
+            sets.push((name, small));
+        } else {
+            sets.push((side.to_string(), values));
+        }
     }
-    let (below, rest): (Vec<u64>, Vec<u64>) =
-        values.into_iter().partition(|&v| negative(data_type, v));
-    vec![("negative", below), ("nonnegative", rest)]
+    sets
+}
+
+/// The power of two a float staging type is taken to hold integers of this type up to: 25
+/// for 4-byte integers (FLOAT32), 54 for 8-byte ones (a double); none for the others.
+fn staging_magnitude(data_type: DataType) -> Option<u32> {
+    if data_type.is_float() {
+        return None;
+    }
+    match data_type.element_size() {
+        4 => Some(25),
+        8 => Some(54),
+        _ => None,
+    }
+}
+
+/// The magnitude of an integer element's bits.
+fn magnitude(data_type: DataType, bits: u64) -> u128 {
+    let width = 8 * data_type.element_size() as u32;
+    if data_type.is_signed_integer() && negative(data_type, bits) {
+        let value = (bits << (64 - width)) as i64 >> (64 - width);
+        i128::from(value).unsigned_abs()
+    } else {
+        u128::from(bits)
+    }
 }
 
 fn strided(data_type: DataType, sizes: &[u32], strides: &[u32]) -> TensorDesc {
@@ -280,7 +326,12 @@ pub fn value_cases(kind: OperatorKind, file: &str) -> Vec<Case> {
             let name = format!("values.{kind}.{dt}.{side}");
             let description = format!(
                 "{n} {side} edge values of {data_type}; {paths}",
-                side = if side == "all" { "" } else { side }
+                side = if side == "all" {
+                    String::new()
+                } else {
+                    side.replace("_within_2_", ", at most 2^")
+                        .replace("within_2_", "at most 2^")
+                }
             )
             .replace("  ", " ");
             let level = FeatureLevel::ALL
@@ -335,9 +386,43 @@ mod tests {
     #[test]
     fn signed_types_split_into_one_sided_sets() {
         let sets = value_sets(DataType::Int64);
-        assert_eq!(sets.len(), 2);
+        let names: Vec<&str> = sets.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "negative",
+                "negative_within_2_54",
+                "nonnegative",
+                "nonnegative_within_2_54"
+            ]
+        );
         assert!(sets[0].1.iter().all(|&v| (v as i64) < 0));
-        assert!(sets[1].1.iter().all(|&v| (v as i64) >= 0));
+        assert!(sets[2].1.iter().all(|&v| (v as i64) >= 0));
         assert!(sets[0].1.contains(&((-(1i64 << 31) - 1) as u64)));
+    }
+
+    #[test]
+    fn wide_integers_have_sets_a_float_staging_takes_for_safe_that_it_still_breaks() {
+        let within = |data_type, name: &str| {
+            let sets = value_sets(data_type);
+            (sets.into_iter().find(|(n, _)| n == name))
+                .unwrap_or_else(|| panic!("{data_type} has no set {name}"))
+                .1
+        };
+        let u64_small = within(DataType::Uint64, "within_2_54");
+        assert!(u64_small.contains(&((1u64 << 53) + 1)));
+        assert!(u64_small.iter().all(|&v| v <= 1 << 54));
+        let i64_small = within(DataType::Int64, "negative_within_2_54");
+        assert!(i64_small.contains(&((-(1i64 << 53) - 1) as u64)));
+        assert!(
+            i64_small
+                .iter()
+                .all(|&v| (v as i64) >= -(1i64 << 54) && (v as i64) < 0)
+        );
+        let u32_small = within(DataType::Uint32, "within_2_25");
+        assert!(u32_small.contains(&((1u64 << 24) + 1)));
+        assert!(u32_small.iter().all(|&v| v <= 1 << 25));
+        assert_eq!(value_sets(DataType::Int16).len(), 2);
+        assert_eq!(value_sets(DataType::Float64).len(), 1);
     }
 }
