@@ -8,6 +8,8 @@
 //!   element by element: a Join into an interleaved output (one case only: about 1.4 s on the
 //!   CPU backend, most of it the scalar oracle; a Split gathering and a Slice1 reversing as
 //!   many cost as much each, and are left out to keep the corpus's run time);
+//! - element offsets past 2^24 with few elements: a Split's strided output and a Slice1's
+//!   strided input and output whose rows lie 2^24 + 3 elements apart;
 //! - exactly 2^32 - 1 elements in a Slice1 input of every element size, broadcast so its buffer
 //!   stays small, with a window at its far end: logical indices past 2^31 (and past 2^32 bytes
 //!   for the wider types), where a signed 32-bit index or a limit computed on bytes breaks;
@@ -94,6 +96,37 @@ pub fn size_edge_cases(file: &str) -> Vec<Case> {
             axis: 2,
         }),
     ));
+    // Element offsets just past 2^24 with only a few elements: a Split writing and a Slice1
+    // reading and writing through strides that jump past 2^24 (where an offset computed in
+    // FLOAT32 stops being exact), costing a 16 MiB buffer rather than 2^24 elements of work.
+    const STRIDE_PAST_2_24: u32 = (1 << 24) + 3;
+    shapes.push((
+        "sizes.split.uint8.offsets_past_2_24_strided".into(),
+        "a Split whose second output's rows lie 2^24 + 3 elements apart (element offsets past          2^24, written one by one)"
+            .into(),
+        OperatorDesc::Split(SplitDesc {
+            input_tensor: packed(DataType::Uint8, &[1, 1, 3, 5]),
+            output_tensors: vec![
+                packed(DataType::Uint8, &[1, 1, 1, 5]),
+                strided(DataType::Uint8, &[1, 1, 2, 5], &[0, 0, STRIDE_PAST_2_24, 1]),
+            ],
+            axis: 2,
+        }),
+    ));
+    shapes.push((
+        "sizes.slice1.uint8.offsets_past_2_24_strided".into(),
+        "a reversed Slice1 window read from rows 2^24 + 3 elements apart and written into rows          as far apart (element offsets past 2^24 on both sides)"
+            .into(),
+        OperatorDesc::Slice1(Slice1Desc {
+            input_tensor: strided(DataType::Uint8, &[1, 1, 3, 5], &[0, 0, STRIDE_PAST_2_24, 1]),
+            output_tensor: strided(DataType::Uint8, &[1, 1, 2, 4], &[0, 0, STRIDE_PAST_2_24, 1]),
+            dimension_count: 4,
+            input_window_offsets: vec![0, 0, 1, 0],
+            input_window_sizes: vec![1, 1, 2, 4],
+            input_window_strides: vec![1, 1, 1, -1],
+        }),
+    ));
+
     // 2^32 - 1 = 65,537 x 65,535 elements, one dimension broadcast; the window at the far
     // end reads logical indices past 2^31 (and bytes past 2^32).
     for data_type in SIZE_CLASSES {
