@@ -390,6 +390,19 @@ enum SizeBug {
     /// A reversed-row kernel working in chunks of this many bytes restarts a row where a
     /// chunk starts inside it.
     ReversedRowChunk(usize),
+    /// This operator's kernel computes element offsets (stride times coordinate, summed) in
+    /// FLOAT32: a tensor with an element at offset 2^24 + 1 or past it is read or written at the
+    /// rounded offset.
+    OffsetInFloat32(OperatorKind),
+}
+
+/// The largest element offset of `t` (its strides times its largest coordinates).
+fn largest_offset(t: &TensorDesc) -> u128 {
+    t.sizes
+        .iter()
+        .zip(t.effective_strides())
+        .map(|(&n, s)| u128::from(n.saturating_sub(1)) * u128::from(s))
+        .sum()
 }
 
 fn is_packed(t: &TensorDesc) -> bool {
@@ -479,6 +492,14 @@ impl SizeBug {
                 .any(|(_, t)| !is_packed(t) && t.element_count() > (1 << 24) + 1),
             SizeBug::LogicalIndexSigned32 => largest_window_index(op) > i32::MAX as u128,
             SizeBug::ReversedRowChunk(chunk) => !chunk_starts_inside_rows(op, chunk).is_empty(),
+            SizeBug::OffsetInFloat32(kind) => {
+                op.kind() == kind
+                    && op
+                        .inputs()
+                        .into_iter()
+                        .chain(op.outputs())
+                        .any(|(_, t)| largest_offset(t) > 1 << 24)
+            }
             SizeBug::ElementLimitOnBytes(_) | SizeBug::WindowOffsetSigned => false,
         }
     }
@@ -521,7 +542,7 @@ impl CompiledOperator for SizeFaulty {
                 {
                     bytes[byte_of_element(t, (1 << 24) + 1)] ^= 0xff;
                 }
-                SizeBug::LogicalIndexSigned32 => bytes[0] ^= 0xff,
+                SizeBug::LogicalIndexSigned32 | SizeBug::OffsetInFloat32(_) => bytes[0] ^= 0xff,
                 SizeBug::ReversedRowChunk(chunk) => {
                     for b in chunk_starts_inside_rows(&self.op, chunk) {
                         bytes[b] ^= 0xff;
@@ -553,6 +574,31 @@ fn every_size_bug_past_a_narrow_integer_is_caught_by_a_size_edge_case() {
         }
     }
     assert!(missed.is_empty(), "not caught: {missed:?}");
+}
+
+#[test]
+fn an_element_offset_computed_in_float32_is_caught_for_every_operator_and_only_past_2_24() {
+    let cases = cases_named("sizes.");
+    for kind in [
+        OperatorKind::Split,
+        OperatorKind::Join,
+        OperatorKind::Slice1,
+    ] {
+        let bug = SizeBug::OffsetInFloat32(kind);
+        let caught = failing(&cases, |level| SizeBackend { bug, level });
+        assert!(!caught.is_empty(), "{bug:?} not caught");
+        // The rest of the corpus has no offset past 2^24: without the size edges the
+        // bug goes unseen.
+        let others: Vec<Case> = Corpus::embedded()
+            .cases
+            .into_iter()
+            .filter(|c| !c.name.starts_with("sizes.") && c.op.kind() == kind)
+            .collect();
+        assert_eq!(
+            failing(&others, |level| SizeBackend { bug, level }),
+            Vec::<String>::new()
+        );
+    }
 }
 
 #[test]
