@@ -27,6 +27,14 @@ pub struct MatrixArgs {
     /// DirectML version set up here, not plain `directml`; not `process:COMMAND`)]
     #[arg(long = "backend", value_name = "NAME")]
     pub backends: Vec<String>,
+    /// Leave this backend out of the default columns; repeatable; a name that is not one of
+    /// them is an error (exit status 2), so a renamed backend cannot slip back in unnoticed
+    #[arg(
+        long = "skip-backend",
+        value_name = "NAME",
+        conflicts_with = "backends"
+    )]
+    pub skip_backends: Vec<String>,
     /// Names for out-of-process backends [default: backends.yaml]
     #[arg(long, value_name = "FILE")]
     pub backend_config: Option<PathBuf>,
@@ -122,7 +130,8 @@ pub fn default_backends(host: &Host, config: Option<&Path>) -> Result<Vec<Wanted
 fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, CommandError> {
     let config = args.backend_config.as_deref();
     let wanted = if args.backends.is_empty() {
-        default_backends(host, config)
+        let defaults = default_backends(host, config).map_err(CommandError::Input)?;
+        return skip_backends(defaults, &args.skip_backends);
     } else {
         known(host, config).map(|_| {
             (args.backends.iter())
@@ -135,6 +144,27 @@ fn wanted_backends(args: &MatrixArgs, host: &Host) -> Result<Vec<Wanted>, Comman
         })
     };
     wanted.map_err(CommandError::Input)
+}
+
+/// The default columns without those `--skip-backend` names; a name that is not a default
+/// column is a usage error.
+fn skip_backends(defaults: Vec<Wanted>, skipped: &[String]) -> Result<Vec<Wanted>, CommandError> {
+    if let Some(unknown) = (skipped.iter()).find(|name| !defaults.iter().any(|w| &w.name == *name))
+    {
+        return Err(CommandError::Usage(format!(
+            "--skip-backend {}: not one of the default columns ({})",
+            Line(unknown),
+            defaults
+                .iter()
+                .map(|w| Line(&w.name).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(defaults
+        .into_iter()
+        .filter(|w| !skipped.contains(&w.name))
+        .collect())
 }
 
 /// Why `--filter` selects nothing from `corpus` (exit status 2), when it does not.
@@ -660,6 +690,37 @@ mod tests {
         );
         assert_eq!(status_with(&[], true).0, 1);
         assert_eq!(status_with(&["--require-all"], false).0, 1);
+    }
+
+    #[test]
+    fn skip_backend_leaves_out_exactly_the_named_default_columns_and_refuses_other_names() {
+        let defaults =
+            ["cpu", "oracle", "iree-vulkan", "iree-vulkan@swiftshader"].map(|name| Wanted {
+                name: name.to_string(),
+                named: false,
+                unavailable: None,
+            });
+        let names = |skipped: &[&str]| {
+            let skipped: Vec<String> = skipped.iter().map(|s| s.to_string()).collect();
+            skip_backends(defaults.to_vec(), &skipped)
+                .map(|kept| kept.into_iter().map(|w| w.name).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            names(&["iree-vulkan@swiftshader"]).unwrap(),
+            ["cpu", "oracle", "iree-vulkan"]
+        );
+        assert_eq!(
+            names(&[]).unwrap(),
+            ["cpu", "oracle", "iree-vulkan", "iree-vulkan@swiftshader"]
+        );
+        match names(&["iree-vulkan@lavapipe"]) {
+            Err(CommandError::Usage(message)) => assert_eq!(
+                message,
+                "--skip-backend iree-vulkan@lavapipe: not one of the default columns (cpu, \
+                 oracle, iree-vulkan, iree-vulkan@swiftshader)"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
