@@ -659,11 +659,8 @@ fn execute_and_compare(
         if expected.addressed.iter().all(|&addressed| addressed) {
             continue;
         }
-        let period = crate::run::compare::sentinel_period();
-        let sentinels = period.iter().cycle().skip(GUARD_BYTES % period.len());
-        let holes_written = (inner.iter().zip(&expected.addressed).zip(sentinels))
-            .filter(|&((&b, &addressed), &sentinel)| !addressed && b != sentinel)
-            .count();
+        let holes_written =
+            crate::run::compare::holes_written(inner, &expected.addressed, GUARD_BYTES);
         if holes_written > 0 {
             notes.push(format!(
                 "{}: wrote {holes_written} unaddressed byte(s) inside TotalTensorSizeInBytes (allowed)",
