@@ -51,7 +51,7 @@ pub(super) fn bench_profile(runs: usize) -> serde_json::Value {
         (0..runs).map(|_| profiled_campaign()).collect();
     let rates = spread(rounds.iter().map(|r| r.1).collect());
     let processor: Vec<f64> = rounds.iter().filter_map(|r| r.2).collect();
-    rounds.sort_by(|a, b| a.0.all().1.total().cmp(&b.0.all().1.total()));
+    rounds.sort_by_key(|round| round.0.all().1.total());
     let (profile, _, _) = &rounds[rounds.len() / 2];
     let columns: Vec<(&str, (u64, StageTimes))> = Tier::ALL
         .into_iter()

@@ -535,6 +535,7 @@ fn count(n: usize, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::assertions::assertions;
 
     #[test]
     fn a_coverage_read_back_from_its_json_is_the_same_and_merging_sums_it() {
