@@ -7,6 +7,8 @@
 //! (on a shared machine the wall clock also counts other processes' turns), and the buggy
 //! campaigns' buckets and shrink time.
 //!
+//! First the campaign profile (`profile`): where a case's time goes, by stage and tier.
+//!
 //! Then a backend that compiles slowly (the CPU backend after a 10 ms wait in each compile,
 //! as a JIT or a compiler per module takes): the same campaign with one data set per
 //! descriptor and with 8, side by side; cases per second and descriptors per second of each.
