@@ -13,13 +13,14 @@
 //! interleaved rounds, the figures taken from them), `cpu` (the CPU backend's bench),
 //! `report` (its table and JSON report), `scaling` (the size-scaling table), `wgpu`
 //! (`--backend wgpu`) and `fuzz` (`--fuzz`: a campaign's speed with a planted bug, next to the
-//! clean campaign); `options` (the command line, and the rows it selects) and `error` (why it
+//! clean campaign), `profile` (`--fuzz`'s campaign profile: time per case by stage and tier); `options` (the command line, and the rows it selects) and `error` (why it
 //! failed).
 
 mod cpu;
 mod error;
 mod fuzz;
 mod options;
+mod profile;
 mod references;
 mod report;
 mod rounds;

@@ -24,10 +24,12 @@ use crate::bucketing::Bucketing;
 use crate::cases::{Plan, Recipe, case_strategy_at, data_seeds};
 use crate::check::{Checked, checked};
 use crate::outcome::SkipReasons;
+use crate::profile::{CampaignProfile, Tier};
 use crate::save::save_bucket;
 use dmlcts_harness::Case;
 use dmlcts_harness::corpus::assertions::assertions;
 use dmlcts_harness::report::coverage::Coverage;
+use dmlcts_harness::run::profile::{self, Stage};
 use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_tensor::{Backend, FeatureLevel};
 use proptest::strategy::BoxedStrategy;
@@ -58,6 +60,8 @@ struct Campaign<'a> {
     skipped: Mutex<SkipReasons>,
     /// What the jobs' sessions covered, merged as each job ends.
     coverage: Mutex<Coverage>,
+    /// Where the jobs' time went (with `options.profile`), merged as each job ends.
+    profile: Mutex<CampaignProfile>,
     started: Instant,
 }
 
@@ -80,7 +84,12 @@ impl Campaign<'_> {
         let mut strategies: HashMap<Recipe, BoxedStrategy<Case>> = HashMap::new();
         // Per assertion, the failures a known difference described.
         let mut known_failures: BTreeMap<String, usize> = BTreeMap::new();
+        let mut job_profile = CampaignProfile::default();
+        if options.profile {
+            profile::start();
+        }
         while let Some(index) = self.next_index() {
+            let generation = profile::stage(Stage::Generation);
             let recipe = plan.recipe(index);
             let strategy = strategies
                 .entry(recipe)
@@ -88,6 +97,14 @@ impl Campaign<'_> {
             let mut tree = crate::cases::case_tree(strategy, options.seed, index);
             let case = tree.current();
             let seeds = data_seeds(&case, options.data_sets.max(1));
+            drop(generation);
+            let tier = if recipe.large_element_size.is_some() {
+                Tier::Large
+            } else if case.expect == dmlcts_harness::Expectation::Accept {
+                Tier::Small
+            } else {
+                Tier::NearMiss
+            };
             let (result, checked_cases) = checked(&session, &case, &seeds);
             self.cases_run.fetch_add(checked_cases, Ordering::Relaxed);
             self.descriptors_run.fetch_add(1, Ordering::Relaxed);
@@ -116,6 +133,13 @@ impl Campaign<'_> {
                     .add(&reason),
                 Ok(Checked::Passed) => {}
             }
+            if let Some(times) = profile::finish_case() {
+                job_profile.add_case(tier, &times);
+            }
+        }
+        if options.profile {
+            profile::stop();
+            (self.profile.lock().unwrap_or_else(|e| e.into_inner())).merge(&job_profile);
         }
         // A failure a known difference describes is checked, known to differ (the session
         // recorded it failed before the campaign classified it).
@@ -247,6 +271,7 @@ pub fn run_campaign_announcing(
         levels,
         skipped: Mutex::new(SkipReasons::default()),
         coverage: Mutex::new(Coverage::default()),
+        profile: Mutex::new(CampaignProfile::default()),
         started: Instant::now(),
     };
     let running = AtomicUsize::new(jobs.len());
@@ -302,8 +327,11 @@ pub fn run_campaign_announcing(
         .collect();
     let skipped = (campaign.skipped.into_inner()).unwrap_or_else(|e| e.into_inner());
     let coverage = (campaign.coverage.into_inner()).unwrap_or_else(|e| e.into_inner());
+    let profile = (options.profile)
+        .then(|| (campaign.profile.into_inner()).unwrap_or_else(|e| e.into_inner()));
     CampaignOutcome {
         coverage,
+        profile,
         skipped: skipped.total,
         skip_reasons: skipped.by_count(),
         cases_run: campaign.cases_run.load(Ordering::Relaxed),

@@ -6,6 +6,7 @@
 use crate::signature::CheckKind;
 use crate::strategies::{case_at, random_inputs};
 use dmlcts_harness::corpus::data::{TensorData, logical_elements, too_large};
+use dmlcts_harness::run::profile::Stage;
 use dmlcts_harness::session::{Counted, Session, SessionOptions};
 use dmlcts_harness::{Case, Expectation, Status};
 use dmlcts_oracle::{execute as oracle_execute, validate};
@@ -93,10 +94,12 @@ pub(crate) fn check_in_session(
     case: &Case,
     data_seeds: &[u64],
 ) -> (Result<Checked, CheckFailure>, u64) {
+    let generation = dmlcts_harness::run::profile::stage(Stage::Generation);
     let data_sets: Vec<Vec<TensorData>> = data_seeds
         .iter()
         .map(|&seed| random_inputs(&case.op, seed))
         .collect();
+    drop(generation);
     let step = session.step_with_data_sets(case, &data_sets);
     let results = step.results;
     let checked = results.len() as u64;
@@ -136,6 +139,7 @@ pub(crate) fn check_in_session(
         return (Ok(Checked::Passed), checked);
     }
     let (device, _) = session.device_for(case);
+    let _invariants = dmlcts_harness::run::profile::stage(Stage::Invariants);
     (invariants(session, device.as_ref(), case), checked)
 }
 
@@ -150,8 +154,12 @@ fn invariants(
     backend: &dyn Backend,
     case: &Case,
 ) -> Result<Checked, CheckFailure> {
-    let tensors = case.op.inputs().into_iter().chain(case.op.outputs());
-    if tensors.map(|(_, t)| t.element_count()).max() > Some(INVARIANT_MAX_ELEMENTS) {
+    let tensors = case
+        .op
+        .input_tensors()
+        .iter()
+        .chain(case.op.output_tensors());
+    if tensors.map(|t| t.element_count()).max() > Some(INVARIANT_MAX_ELEMENTS) {
         return Ok(Checked::Passed);
     }
     let invariant = match &case.op {

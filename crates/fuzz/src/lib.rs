@@ -40,6 +40,7 @@ pub mod check;
 pub mod merge;
 pub mod options;
 pub mod outcome;
+pub mod profile;
 pub mod replay;
 pub mod report;
 pub mod save;

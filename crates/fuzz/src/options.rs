@@ -86,6 +86,9 @@ pub struct CampaignOptions {
     /// `--backend-config FILE`, `--process-timeout SECS`, `--adapter TEXT`, `--expectations
     /// FILE` (the level, pinned or the case's own, is added where it applies).
     pub run_options: Vec<String>,
+    /// Measure where each job's time goes, by stage and tier (`profile`): off by default, as
+    /// it reads the clock at every stage of every case.
+    pub profile: bool,
 }
 
 impl CampaignOptions {
@@ -111,6 +114,7 @@ impl CampaignOptions {
             env: Vec::new(),
             program: String::new(),
             run_options: Vec::new(),
+            profile: false,
         }
     }
 }

@@ -130,6 +130,8 @@ pub struct CampaignOutcome {
     /// valid cases: the execution properties), and the data types, ranks, operators and
     /// levels it ran: every job's session's, merged.
     pub coverage: dmlcts_harness::report::coverage::Coverage,
+    /// Where the time went, by stage and tier, when the options asked for it.
+    pub profile: Option<crate::profile::CampaignProfile>,
 }
 
 impl CampaignOutcome {

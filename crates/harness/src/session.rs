@@ -307,8 +307,13 @@ impl<'a> Session<'a> {
         let (device, options) = self.device_for(case);
         let mut results = run_case_with_data_sets(device.as_ref(), case, data_sets, &options);
         let judged = results[0].status;
-        let counted = if device.unavailable_reason().is_some()
-            || level_skip_reason(device.as_ref(), case, &options).is_some()
+        // A case judged passed or informational got past the runner's skips, the level's
+        // among them: only a failure or a skip needs the level looked at again (the runner's
+        // own corpus check fails a case before its skips are decided).
+        let judged_past_the_skips = matches!(judged, Status::Passed | Status::Informational);
+        let counted = if !judged_past_the_skips
+            && (device.unavailable_reason().is_some()
+                || level_skip_reason(device.as_ref(), case, &options).is_some())
         {
             Counted::NotCounted
         } else if judged == Status::Skipped {

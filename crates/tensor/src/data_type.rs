@@ -59,6 +59,7 @@ impl DataType {
         DataType::ALL.into_iter().find(|dt| dt.name() == short)
     }
 
+    #[inline]
     pub fn element_size(self) -> usize {
         match self {
             DataType::Uint8 | DataType::Int8 => 1,
@@ -68,6 +69,7 @@ impl DataType {
         }
     }
 
+    #[inline]
     pub fn is_float(self) -> bool {
         matches!(
             self,

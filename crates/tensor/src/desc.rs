@@ -66,6 +66,7 @@ impl TensorDesc {
 
     /// Byte offset of the element at `coordinates` (one per dimension), or None when it
     /// does not fit in u64 or the coordinate count is wrong.
+    #[inline]
     pub fn byte_offset(&self, coordinates: &[u32], strides: &[u64]) -> Option<u64> {
         if coordinates.len() != strides.len() {
             return None;
@@ -135,6 +136,7 @@ impl Coordinates {
     }
 
     /// The next coordinate, or None when every one has been visited.
+    #[inline]
     pub fn advance(&mut self) -> Option<&[u32]> {
         if self.done {
             return None;

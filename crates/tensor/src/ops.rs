@@ -95,6 +95,25 @@ impl OperatorDesc {
         }
     }
 
+    /// Input tensors in binding order, without their names (`inputs` names them): for loops
+    /// that run per case and need a name only to report a problem.
+    pub fn input_tensors(&self) -> &[TensorDesc] {
+        match self {
+            OperatorDesc::Split(d) => std::slice::from_ref(&d.input_tensor),
+            OperatorDesc::Join(d) => &d.input_tensors,
+            OperatorDesc::Slice1(d) => std::slice::from_ref(&d.input_tensor),
+        }
+    }
+
+    /// Output tensors in binding order, without their names (`outputs` names them).
+    pub fn output_tensors(&self) -> &[TensorDesc] {
+        match self {
+            OperatorDesc::Split(d) => &d.output_tensors,
+            OperatorDesc::Join(d) => std::slice::from_ref(&d.output_tensor),
+            OperatorDesc::Slice1(d) => std::slice::from_ref(&d.output_tensor),
+        }
+    }
+
     /// Input tensors in binding order, with the field name each comes from.
     pub fn inputs(&self) -> Vec<(String, &TensorDesc)> {
         match self {

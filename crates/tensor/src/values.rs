@@ -8,16 +8,27 @@ use crate::DataType;
 use half::f16;
 
 /// Reads the element at `offset` (in bytes) as raw bits, or None when it does not fit.
+// Inline, with a fixed-size copy per element size: the oracle and the harness read and write
+// every element through these, and a copy of a run-time length is a call to memcpy.
+#[inline]
 pub fn read_element(bytes: &[u8], offset: usize, data_type: DataType) -> Option<u64> {
     let size = data_type.element_size();
     let slice = bytes.get(offset..offset.checked_add(size)?)?;
-    let mut raw = [0u8; 8];
-    raw[..size].copy_from_slice(slice);
-    Some(u64::from_le_bytes(raw))
+    Some(match size {
+        1 => u64::from(slice[0]),
+        2 => u64::from(u16::from_le_bytes([slice[0], slice[1]])),
+        4 => u64::from(u32::from_le_bytes([slice[0], slice[1], slice[2], slice[3]])),
+        _ => {
+            let mut raw = [0u8; 8];
+            raw.copy_from_slice(&slice[..8]);
+            u64::from_le_bytes(raw)
+        }
+    })
 }
 
 /// Writes raw bits as one element at `offset`; returns false (writing nothing) when it
 /// does not fit.
+#[inline]
 pub fn write_element(bytes: &mut [u8], offset: usize, data_type: DataType, bits: u64) -> bool {
     let size = data_type.element_size();
     let Some(end) = offset.checked_add(size) else {
@@ -25,7 +36,13 @@ pub fn write_element(bytes: &mut [u8], offset: usize, data_type: DataType, bits:
     };
     match bytes.get_mut(offset..end) {
         Some(slice) => {
-            slice.copy_from_slice(&bits.to_le_bytes()[..size]);
+            let all = bits.to_le_bytes();
+            match size {
+                1 => slice[0] = all[0],
+                2 => slice.copy_from_slice(&all[..2]),
+                4 => slice.copy_from_slice(&all[..4]),
+                _ => slice.copy_from_slice(&all[..8]),
+            }
             true
         }
         None => false,

@@ -7,6 +7,8 @@
 //! (on a shared machine the wall clock also counts other processes' turns), and the buggy
 //! campaigns' buckets and shrink time.
 //!
+//! First the campaign profile (`profile`): where a case's time goes, by stage and tier.
+//!
 //! Then a backend that compiles slowly (the CPU backend after a 10 ms wait in each compile,
 //! as a JIT or a compiler per module takes): the same campaign with one data set per
 //! descriptor and with 8, side by side; cases per second and descriptors per second of each.
@@ -100,7 +102,7 @@ impl Backend for Planted {
 
 /// The processor time this process has used, in seconds (user and system, every thread), from
 /// /proc/self/stat; None where there is no such file.
-fn processor_seconds() -> Option<f64> {
+pub(super) fn processor_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
@@ -222,6 +224,10 @@ fn bench_data_sets(options: &BenchArgs) -> serde_json::Value {
 }
 
 pub(super) fn bench_fuzz(options: &BenchArgs) -> Result<(), BenchError> {
+    // `--filter TEXT`: only the parts whose name contains TEXT (`profile`, a planted bug's
+    // name, `data sets`).
+    let profile =
+        (!options.filtered_out("profile")).then(|| super::profile::bench_profile(options.runs));
     println!(
         "fuzz campaigns of {CASES} cases, CPU backend at every level, in process, 1 job; \
          {} rounds, each the clean backend and the buggy one on the round's seed",
@@ -239,7 +245,10 @@ pub(super) fn bench_fuzz(options: &BenchArgs) -> Result<(), BenchError> {
     );
     let mut rows = Vec::new();
     let mut failed = false;
-    for bug in Bug::ALL {
+    for bug in Bug::ALL
+        .into_iter()
+        .filter(|b| !options.filtered_out(b.name()))
+    {
         let (mut clean, mut buggy, mut ratios, mut shrink) = (vec![], vec![], vec![], vec![]);
         let mut processor_ratios = Vec::new();
         let mut buckets = Vec::new();
@@ -303,7 +312,7 @@ pub(super) fn bench_fuzz(options: &BenchArgs) -> Result<(), BenchError> {
         }));
     }
     println!("target: a campaign with one planted execution bug runs at >= 0.50 of its clean rate");
-    let data_sets = bench_data_sets(options);
+    let data_sets = (!options.filtered_out("data sets")).then(|| bench_data_sets(options));
     if let Some(path) = &options.json {
         let report = serde_json::json!({
             "bench": "fuzz",
@@ -311,6 +320,7 @@ pub(super) fn bench_fuzz(options: &BenchArgs) -> Result<(), BenchError> {
             "rounds": options.runs,
             "rows": rows,
             "data_sets": data_sets,
+            "profile": profile,
         });
         write_json(path, &report)?;
     }

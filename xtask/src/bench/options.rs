@@ -18,7 +18,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE", allow_hyphen_values = true)]
     pub json: Option<String>,
     /// Only the rows whose label contains TEXT: "WORKLOAD TYPE" in the 64 MiB table (e.g.
-    /// "join 4, axis 0 FLOAT32"), "scaling WORKLOAD TYPE SIZE" in the scaling table
+    /// "join 4, axis 0 FLOAT32"), "scaling WORKLOAD TYPE SIZE" in the scaling table; with
+    /// --fuzz, the parts whose name contains TEXT ("profile", a planted bug's name, "data sets")
     #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub filter: Option<String>,
     /// The backend measured

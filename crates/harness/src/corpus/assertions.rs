@@ -62,24 +62,23 @@ pub(crate) fn exercised(op: &OperatorDesc) -> Vec<&'static str> {
             }
         }
     }
-    let inputs = op.inputs();
-    let outputs = op.outputs();
-    if inputs.iter().any(|(_, t)| layout(t) == Layout::Strided) {
+    let (inputs, outputs) = (op.input_tensors(), op.output_tensors());
+    if inputs.iter().any(|t| layout(t) == Layout::Strided) {
         found.push("input.strided");
     }
-    if inputs.iter().any(|(_, t)| layout(t) == Layout::Broadcast) {
+    if inputs.iter().any(|t| layout(t) == Layout::Broadcast) {
         found.push("input.broadcast");
     }
-    if outputs.iter().any(|(_, t)| layout(t) != Layout::Packed) {
+    if outputs.iter().any(|t| layout(t) != Layout::Packed) {
         found.push("output.strided");
     }
-    if outputs.iter().any(|(_, t)| {
+    if outputs.iter().any(|t| {
         u128::from(t.total_tensor_size_in_bytes)
             > t.element_count() * t.data_type.element_size() as u128
     }) {
         found.push("output.unaddressed_bytes");
     }
-    if let Some((_, first)) = inputs.first() {
+    if let Some(first) = inputs.first() {
         found.push(bits_id(first.data_type));
     }
     found
@@ -139,7 +138,7 @@ fn layout(t: &TensorDesc) -> Layout {
 
 /// The rank (dimension count) a case runs at: its first input's.
 pub fn rank(case: &Case) -> usize {
-    (case.op.inputs().first()).map_or(0, |(_, t)| t.dimension_count())
+    (case.op.input_tensors().first()).map_or(0, |t| t.dimension_count())
 }
 
 #[cfg(test)]

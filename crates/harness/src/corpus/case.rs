@@ -52,12 +52,9 @@ impl Case {
 
     /// Every data type the case's tensors use.
     pub fn data_types(&self) -> Vec<DataType> {
-        let mut types: Vec<DataType> = self
-            .op
-            .inputs()
-            .into_iter()
-            .chain(self.op.outputs())
-            .map(|(_, t)| t.data_type)
+        let mut types: Vec<DataType> = (self.op.input_tensors().iter())
+            .chain(self.op.output_tensors())
+            .map(|t| t.data_type)
             .collect();
         types.sort();
         types.dedup();

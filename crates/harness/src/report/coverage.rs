@@ -6,7 +6,7 @@
 //! it; `--require-coverage` is checked against it (`missed`).
 
 use crate::corpus::Case;
-use crate::corpus::assertions::{assertions, rank};
+use crate::corpus::assertions::{exercised, rank};
 use crate::run::Status;
 use dmlcts_oracle::spec;
 use dmlcts_tensor::{DataType, FeatureLevel, OperatorKind};
@@ -184,8 +184,21 @@ impl Coverage {
                 self.ranks_checked.insert(rank(case));
             }
         }
-        for id in assertions(case) {
-            let tally = self.tallies.entry(id).or_default();
+        // The assertions by reference: every id is already a key after the first case that
+        // checks it, so a case allocates no id.
+        let rule = match &case.expect {
+            crate::corpus::Expectation::Reject { rule } => Some(rule.as_str()),
+            crate::corpus::Expectation::Accept => None,
+        };
+        let properties = match rule {
+            Some(_) => Vec::new(),
+            None => exercised(&case.op),
+        };
+        for id in rule.into_iter().chain(properties) {
+            let tally = match self.tallies.get_mut(id) {
+                Some(tally) => tally,
+                None => self.tallies.entry(id.to_string()).or_default(),
+            };
             match (reach, status) {
                 (Reach::OutsideLevels, _) => tally.outside_levels += 1,
                 (_, Status::Skipped) | (Reach::Unsupported, _) => tally.unsupported += 1,
@@ -522,6 +535,7 @@ fn count(n: usize, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::corpus::assertions::assertions;
 
     #[test]
     fn a_coverage_read_back_from_its_json_is_the_same_and_merging_sums_it() {

@@ -8,6 +8,7 @@ pub mod compare;
 mod devices;
 mod libtest;
 mod load_error;
+pub mod profile;
 pub mod replay;
 mod runner;
 

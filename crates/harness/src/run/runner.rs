@@ -13,6 +13,7 @@
 use crate::corpus::data::{TensorData, logical_elements, too_large};
 use crate::corpus::{Case, Expectation};
 use crate::run::compare::{GUARD_BYTES, check_guard_bands, compare_output, guarded_buffer};
+use crate::run::profile::{Stage, stage};
 use crate::run::replay::{Replay, ReplayRecipe};
 use crate::text;
 use dmlcts_oracle::{OracleOutput, broken_rules, execute, validate, validate_enforced};
@@ -134,7 +135,11 @@ pub struct ResultIds {
 
 impl ResultIds {
     pub fn unique(&mut self, id: String) -> String {
-        let count = self.seen.entry(id.clone()).or_default();
+        // Looked up before inserting: a campaign's cases share one id, cloned only once.
+        let count = match self.seen.get_mut(&id) {
+            Some(count) => count,
+            None => self.seen.entry(id.clone()).or_default(),
+        };
         *count += 1;
         if *count == 1 {
             id
@@ -380,7 +385,9 @@ fn corpus_skips_and_compile<'a>(
     options: &RunOptions,
     notes: &mut Vec<String>,
 ) -> Judged<'a> {
-    if let Some(failure) = corpus_expectation_failure(case) {
+    let validation = stage(Stage::OracleValidation);
+    let at_stored_level = validate(&case.op, case.feature_level);
+    if let Some(failure) = corpus_expectation_failure(case, &at_stored_level) {
         return Judged::Decided(failure);
     }
     // Step 2, skips.
@@ -390,14 +397,25 @@ fn corpus_skips_and_compile<'a>(
     let level = options
         .feature_level
         .unwrap_or_else(|| backend.feature_level());
-    compile_and_judge(backend, case, options, level, notes)
+    // The verdict at the running level: the one just taken where that is the case's own
+    // level (a campaign's cases always run at theirs).
+    let verdict = if level == case.feature_level {
+        at_stored_level
+    } else {
+        validate(&case.op, level)
+    };
+    drop(validation);
+    compile_and_judge(backend, case, options, level, verdict, notes)
 }
 
 /// Step 1, the corpus itself: the stored expectation must be the oracle's verdict; the
 /// failure when it is not.
-fn corpus_expectation_failure(case: &Case) -> Option<Verdict> {
+fn corpus_expectation_failure(
+    case: &Case,
+    at_stored_level: &Result<(), dmlcts_oracle::Violation>,
+) -> Option<Verdict> {
     let stored_level = case.feature_level;
-    match (validate(&case.op, stored_level), &case.expect) {
+    match (at_stored_level, &case.expect) {
         (Ok(()), Expectation::Accept) => None,
         (Err(v), Expectation::Reject { rule }) if v.rule == *rule => None,
         (verdict, expect) => {
@@ -424,10 +442,13 @@ fn compile_and_judge<'a>(
     case: &Case,
     options: &RunOptions,
     level: FeatureLevel,
+    verdict: Result<(), dmlcts_oracle::Violation>,
     notes: &mut Vec<String>,
 ) -> Judged<'a> {
-    let verdict = validate(&case.op, level);
-    let compiled = match catch_unwind(AssertUnwindSafe(|| backend.compile(&case.op))) {
+    let compiled = match catch_unwind(AssertUnwindSafe(|| {
+        let _backend = stage(Stage::Backend);
+        backend.compile(&case.op)
+    })) {
         Err(panic) => {
             return Judged::Decided(fail(
                 "compile panicked",
@@ -471,6 +492,7 @@ fn compile_and_judge<'a>(
             ));
         }
         (Err(violation), Ok(compiled)) => {
+            let _validation = stage(Stage::OracleValidation);
             // Every rule the descriptor breaks, not only the first, decides: one the backend
             // enforces fails the case. A level table's rule is not enforced without
             // strict_level (the outputs are then checked).
@@ -515,58 +537,74 @@ fn compile_and_judge<'a>(
 }
 
 /// Step 4, execute and compare; sizes first, so nothing is allocated for a case too large.
+/// The tensors' field names are looked up only to report a problem (naming them allocates).
 fn execute_and_compare(
     case: &Case,
     compiled: &dyn CompiledOperator,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let outputs = case.op.outputs();
-    if let Some(reason) = case
-        .op
-        .inputs()
-        .iter()
-        .chain(&outputs)
-        .find_map(|(field, desc)| too_large(field, desc))
-    {
-        return Verdict::Skip(reason);
+    let (inputs, outputs) = (case.op.input_tensors(), case.op.output_tensors());
+    let input_field = |i: usize| case.op.inputs().swap_remove(i).0;
+    let output_field = |i: usize| case.op.outputs().swap_remove(i).0;
+    let named = |i: usize| match i.checked_sub(inputs.len()) {
+        None => input_field(i),
+        Some(i) => output_field(i),
+    };
+    if let Some(i) = (inputs.iter().chain(outputs)).position(|desc| too_large("", desc).is_some()) {
+        let desc = inputs.iter().chain(outputs).nth(i).expect("found above");
+        return Verdict::Skip(too_large(&named(i), desc).unwrap_or_default());
     }
-    let largest = (case.op.inputs().iter().chain(&outputs))
-        .map(|(_, desc)| desc.total_tensor_size_in_bytes)
+    let largest = (inputs.iter().chain(outputs))
+        .map(|desc| desc.total_tensor_size_in_bytes)
         .max()
         .unwrap_or(0);
     if let Some(reason) = crate::corpus::data::over_address_space(largest) {
         return Verdict::Skip(reason);
     }
-    let mut input_bytes = Vec::new();
-    for ((field, desc), data) in case.op.inputs().iter().zip(&case.inputs) {
+    let generation = stage(Stage::Generation);
+    let mut input_bytes = Vec::with_capacity(inputs.len());
+    for (i, (desc, data)) in inputs.iter().zip(&case.inputs).enumerate() {
         match data.materialize(desc) {
             Ok(bytes) => input_bytes.push(bytes),
-            Err(e) => return fail("corpus: bad input data", format!("  {field}: {e}\n")),
+            Err(e) => {
+                return fail(
+                    "corpus: bad input data",
+                    format!("  {}: {e}\n", input_field(i)),
+                );
+            }
         }
     }
+    drop(generation);
+    let comparison = stage(Stage::Comparison);
     let pristine_inputs = input_bytes.clone();
     let input_refs: Vec<&[u8]> = input_bytes.iter().map(Vec::as_slice).collect();
-    let reference = match execute(&case.op, &input_refs) {
-        Ok(outputs) => outputs,
-        Err(e) => return Verdict::Skip(format!("the oracle cannot execute it here: {e}")),
+    let reference = {
+        let _oracle = stage(Stage::OracleExecution);
+        match execute(&case.op, &input_refs) {
+            Ok(outputs) => outputs,
+            Err(e) => return Verdict::Skip(format!("the oracle cannot execute it here: {e}")),
+        }
     };
-    if let Some(outcome) = check_stored_expected_values(case, &reference) {
+    if case.expected.iter().any(Option::is_some)
+        && let Some(outcome) = check_stored_expected_values(case, &reference)
+    {
         return outcome;
     }
     let mut buffers: Vec<Vec<u8>> = outputs
         .iter()
-        .map(|(_, d)| guarded_buffer(d.total_tensor_size_in_bytes as usize))
+        .map(|d| guarded_buffer(d.total_tensor_size_in_bytes as usize))
         .collect();
     let mut bindings: Vec<OutputBinding<'_>> = buffers
         .iter_mut()
-        .zip(&outputs)
-        .map(|(buffer, (_, d))| OutputBinding {
+        .zip(outputs)
+        .map(|(buffer, d)| OutputBinding {
             buffer,
             offset: GUARD_BYTES,
             size: d.total_tensor_size_in_bytes as usize,
         })
         .collect();
     let executed = catch_unwind(AssertUnwindSafe(|| {
+        let _backend = stage(Stage::Backend);
         compiled.execute(&input_refs, &mut bindings)
     }));
     drop(bindings);
@@ -590,41 +628,47 @@ fn execute_and_compare(
     let mut details = String::new();
     // The backend saw shared slices, but an unsafe or out-of-process one could still
     // have written through them.
-    for ((field, _), (now, before)) in case
-        .op
-        .inputs()
-        .iter()
-        .zip(input_bytes.iter().zip(&pristine_inputs))
-    {
+    for (i, (now, before)) in input_bytes.iter().zip(&pristine_inputs).enumerate() {
         if now != before {
             problems.push("input modified");
-            let _ = writeln!(details, "  {field}: the backend changed its input buffer");
+            let _ = writeln!(
+                details,
+                "  {}: the backend changed its input buffer",
+                input_field(i)
+            );
         }
     }
-    for (((field, desc), buffer), expected) in outputs.iter().zip(&buffers).zip(&reference) {
+    for (i, ((desc, buffer), expected)) in outputs.iter().zip(&buffers).zip(&reference).enumerate()
+    {
         let size = desc.total_tensor_size_in_bytes as usize;
-        if let Some(message) = check_guard_bands(field, buffer, GUARD_BYTES, size) {
-            problems.push("wrote outside the output");
-            let _ = writeln!(details, "  {message}");
-        }
         let inner = &buffer[GUARD_BYTES..GUARD_BYTES + size];
-        if let Some(message) = compare_output(field, desc, expected, inner) {
-            problems.push("output values");
-            let _ = write!(details, "  {message}");
+        let guards_kept = check_guard_bands("", buffer, GUARD_BYTES, size).is_none();
+        let values_match = compare_output("", desc, expected, inner).is_none();
+        if !guards_kept || !values_match {
+            let field = output_field(i);
+            if let Some(message) = check_guard_bands(&field, buffer, GUARD_BYTES, size) {
+                problems.push("wrote outside the output");
+                let _ = writeln!(details, "  {message}");
+            }
+            if let Some(message) = compare_output(&field, desc, expected, inner) {
+                problems.push("output values");
+                let _ = write!(details, "  {message}");
+            }
         }
-        let holes_written = inner
-            .iter()
-            .enumerate()
-            .filter(|&(i, &b)| {
-                !expected.addressed[i] && b != crate::run::compare::sentinel_byte(GUARD_BYTES + i)
-            })
-            .count();
+        // Every byte addressed (a packed output, the usual case): no hole to look at.
+        if expected.addressed.iter().all(|&addressed| addressed) {
+            continue;
+        }
+        let holes_written =
+            crate::run::compare::holes_written(inner, &expected.addressed, GUARD_BYTES);
         if holes_written > 0 {
             notes.push(format!(
-                "{field}: wrote {holes_written} unaddressed byte(s) inside TotalTensorSizeInBytes (allowed)"
+                "{}: wrote {holes_written} unaddressed byte(s) inside TotalTensorSizeInBytes (allowed)",
+                output_field(i)
             ));
         }
     }
+    drop(comparison);
     if problems.is_empty() {
         Verdict::Pass
     } else {
