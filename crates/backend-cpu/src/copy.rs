@@ -248,10 +248,18 @@ impl<'a, const N: usize> Gather<'a, N> {
     fn stream_into(&self, out: &mut [u8]) {
         let mut block = [0u8; GATHER_BLOCK_BYTES];
         let per_block = GATHER_BLOCK_BYTES / N;
-        for (k, target) in out.chunks_mut(per_block * N).enumerate() {
+        let mut stage = |(k, target): (usize, &mut [u8])| {
             let staged = &mut block[..target.len()];
             self.write_into(staged, k * per_block);
             crate::stream::copy_nontemporal_unfenced(target, staged);
+        };
+        // Blocks in the order that reads the source forward, which the prefetchers follow
+        // best: for a negative step, from the last block of the output to the first.
+        let blocks = out.chunks_mut(per_block * N).enumerate();
+        if self.step > 0 {
+            blocks.for_each(&mut stage);
+        } else {
+            blocks.rev().for_each(&mut stage);
         }
     }
 }
@@ -280,7 +288,8 @@ fn reverse_as<const N: usize, T: Copy>(
 ) {
     let (out, _) = out.as_chunks_mut::<N>();
     let (src, _) = src.as_chunks::<N>();
-    for (o, e) in out.iter_mut().zip(src.iter().rev()) {
+    // Reading forward (the source is what comes from memory) and writing backward.
+    for (o, e) in out.iter_mut().rev().zip(src) {
         *o = store(load(*e));
     }
 }
@@ -290,7 +299,7 @@ fn reverse_as<const N: usize, T: Copy>(
 fn reverse_bytes(out: &mut [u8], src: &[u8]) {
     let (pairs, odd_out) = out.as_chunks_mut::<2>();
     let (odd_src, src_pairs) = src.as_rchunks::<2>();
-    for (o, e) in pairs.iter_mut().zip(src_pairs.iter().rev()) {
+    for (o, e) in pairs.iter_mut().rev().zip(src_pairs) {
         *o = u16::from_le_bytes(*e).swap_bytes().to_le_bytes();
     }
     // An odd length: the last output byte is the first source byte.
