@@ -62,20 +62,35 @@ pub fn run_copy(
     stores: Stores,
     streamed: &AtomicUsize,
 ) -> Result<(), String> {
-    let with_counter = (stores, streamed);
+    let mut stores = StoreState {
+        stores,
+        streamed: 0,
+        block: [0; GATHER_BLOCK_BYTES],
+    };
     let result = match element_size {
-        1 => run::<1>(copy, src, dst, with_counter),
-        2 => run::<2>(copy, src, dst, with_counter),
-        4 => run::<4>(copy, src, dst, with_counter),
-        8 => run::<8>(copy, src, dst, with_counter),
+        1 => run::<1>(copy, src, dst, &mut stores),
+        2 => run::<2>(copy, src, dst, &mut stores),
+        4 => run::<4>(copy, src, dst, &mut stores),
+        8 => run::<8>(copy, src, dst, &mut stores),
         other => Err(format!("unsupported element size {other}")),
     };
+    // Counted once per copy: an atomic add per 4 KiB run bounced the counter's cache line
+    // between the threads.
+    streamed.fetch_add(stores.streamed, Ordering::Relaxed);
     // Runs are streamed without a fence each (a fence per 4 KiB run cost the last-axis Join
     // about a third of its speed); one here makes them visible before the caller goes on.
-    if stores == Stores::Streaming {
+    if stores.stores == Stores::Streaming {
         crate::stream::store_fence();
     }
     result
+}
+
+/// How one copy stores its runs: the kind of stores, the bytes streamed so far, and the
+/// block gathered runs are staged in before they are streamed (made once per copy).
+struct StoreState {
+    stores: Stores,
+    streamed: usize,
+    block: [u8; GATHER_BLOCK_BYTES],
 }
 
 fn out_of_bounds(what: &str, offset: isize, len: usize, available: usize) -> String {
@@ -101,7 +116,7 @@ fn run<const N: usize>(
     copy: &StridedCopy,
     src: &[u8],
     dst: &mut [u8],
-    stores: (Stores, &AtomicUsize),
+    stores: &mut StoreState,
 ) -> Result<(), String> {
     let n = N as isize;
     let depth = copy.sizes.len();
@@ -137,8 +152,8 @@ fn run<const N: usize>(
     }
 }
 
-/// One innermost run of `len` elements (adding the bytes stored non-temporally to the
-/// counter beside `stores`).
+/// One innermost run of `len` elements (adding the bytes stored non-temporally to
+/// `stores.streamed`).
 #[allow(clippy::too_many_arguments)]
 fn copy_run<const N: usize>(
     src: &[u8],
@@ -148,14 +163,14 @@ fn copy_run<const N: usize>(
     len: usize,
     src_step: isize,
     dst_step: isize,
-    (stores, streamed): (Stores, &AtomicUsize),
+    stores: &mut StoreState,
 ) -> Result<(), String> {
     let n = N as isize;
     if dst_step == n && src_step == n {
         let from = range(src_offset, len * N, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
-        if stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
-            streamed.fetch_add(to.len(), Ordering::Relaxed);
+        if stores.stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
+            stores.streamed += to.len();
             crate::stream::copy_nontemporal_unfenced(&mut dst[to], &src[from]);
             return Ok(());
         }
@@ -179,9 +194,9 @@ fn copy_run<const N: usize>(
         let from = range(lowest, extent, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
         let gather = Gather::<N>::new(&src[from], src_step / n);
-        if stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
-            streamed.fetch_add(to.len(), Ordering::Relaxed);
-            gather.stream_into(&mut dst[to]);
+        if stores.stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
+            stores.streamed += to.len();
+            gather.stream_into(&mut dst[to], &mut stores.block);
         } else {
             gather.write_into(&mut dst[to], 0);
         }
@@ -245,8 +260,7 @@ impl<'a, const N: usize> Gather<'a, N> {
     /// with non-temporal stores: the gathered bytes reach memory without the destination's
     /// lines being read first, as in the best copy (the reversed Slice1 went from about 0.7x
     /// to about 0.9x of it: docs/guide/performance.md). The caller fences.
-    fn stream_into(&self, out: &mut [u8]) {
-        let mut block = [0u8; GATHER_BLOCK_BYTES];
+    fn stream_into(&self, out: &mut [u8], block: &mut [u8; GATHER_BLOCK_BYTES]) {
         let per_block = GATHER_BLOCK_BYTES / N;
         let mut stage = |(k, target): (usize, &mut [u8])| {
             let staged = &mut block[..target.len()];
@@ -431,7 +445,8 @@ mod tests {
                 }
                 let src = &source[3..3 + extent];
                 let mut out = vec![0u8; count * N + 5];
-                Gather::<N>::new(src, step).stream_into(&mut out[5..]);
+                let mut block = [0; GATHER_BLOCK_BYTES];
+                Gather::<N>::new(src, step).stream_into(&mut out[5..], &mut block);
                 crate::stream::store_fence();
                 let expected = gathered_one_by_one(src, step, N, count);
                 assert_eq!(out[5..], expected, "N {N}, step {step}, count {count}");
