@@ -77,9 +77,11 @@ fn window(cols: u32, steps: &'static [i32]) -> impl Strategy<Value = (u32, u32, 
         .prop_flat_map(move |(offset, step)| (Just(offset), 1..=cols - offset, Just(step)))
 }
 
-fn gather_case(
-    steps: &'static [i32],
-) -> impl Strategy<Value = (DataType, (u32, u32), (u32, u32, i32), bool, u64)> {
+/// A gather case: the data type, the input's [rows, cols], the window on the columns
+/// (offset, size, step), whether the rows are reversed too, and the input's seed.
+type GatherCase = (DataType, (u32, u32), (u32, u32, i32), bool, u64);
+
+fn gather_case(steps: &'static [i32]) -> impl Strategy<Value = GatherCase> {
     let widest = steps.iter().map(|s| s.unsigned_abs()).max().unwrap_or(1);
     proptest::sample::select(&TYPES[..]).prop_flat_map(move |data_type| {
         (1u32..4, cols_for(data_type.element_size(), widest)).prop_flat_map(move |(rows, cols)| {

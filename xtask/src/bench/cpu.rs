@@ -17,8 +17,10 @@ use std::time::Instant;
 /// The CPU bench: prints its table (and the scaling table) and writes the JSON report asked
 /// for.
 pub(super) fn bench_cpu(options: &BenchArgs) -> Result<(), BenchError> {
-    let backend = CpuBackend::new();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = options
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let backend = CpuBackend::new().with_threads(threads);
     let references = Reference::available(threads);
     let settle = Settle::new();
     report::print_preamble(options.runs, threads);
