@@ -261,8 +261,9 @@ impl<'a, const N: usize> Gather<'a, N> {
 
     /// Gathers `out` block by block into a buffer that stays in L1, and writes each block
     /// with non-temporal stores: the gathered bytes reach memory without the destination's
-    /// lines being read first, as in the best copy (the reversed Slice1 went from about 0.7x
-    /// to about 0.9x of it: docs/guide/performance.md). The caller fences.
+    /// lines being read first, as in the best copy (with cached stores the reversed Slice1
+    /// was at 0.84x-0.95x of it while its output stayed in the caches, 0.67x-0.72x once it
+    /// did not: docs/guide/performance.md). The caller fences.
     fn stream_into(&self, out: &mut [u8], block: &mut [u8; GATHER_BLOCK_BYTES]) {
         let per_block = GATHER_BLOCK_BYTES / N;
         let mut stage = |(k, target): (usize, &mut [u8])| {
@@ -312,7 +313,7 @@ fn reverse_as<const N: usize, T: Copy>(
 }
 
 /// Bytes reversed as pairs: the pairs in reverse order, each with its two bytes swapped
-/// (byte-by-byte reversal does not vectorize on baseline x86-64, pairs do: about 2x).
+/// (byte-by-byte reversal does not vectorize on baseline x86-64, pairs do: about 2x in L1).
 fn reverse_bytes(out: &mut [u8], src: &[u8]) {
     let (pairs, odd_out) = out.as_chunks_mut::<2>();
     let (odd_src, src_pairs) = src.as_rchunks::<2>();
@@ -327,7 +328,7 @@ fn reverse_bytes(out: &mut [u8], src: &[u8]) {
 /// 2 * out.len() - N).
 fn every_other<const N: usize>(out: &mut [u8], src: &[u8]) {
     // Each pair of elements read as one integer twice as wide, truncated to its low (first,
-    // little-endian) half: a truncation vectorizes as a pack (bytes: about 10x the loop).
+    // little-endian) half: a truncation vectorizes as a pack (bytes: about 10x the loop in L1).
     match N {
         1 => every_other_as::<1, 2>(out, src, |p| (u16::from_le_bytes(p) as u8).to_le_bytes()),
         2 => every_other_as::<2, 4>(out, src, |p| (u32::from_le_bytes(p) as u16).to_le_bytes()),
