@@ -1,5 +1,7 @@
-//! The strided copy kernel: merged dimensions, memcpy for contiguous runs, a reversed-run
-//! loop, and an incremental coordinate counter for the outer dimensions. Every access is
+//! The strided copy kernel: merged dimensions, memcpy for contiguous runs, gather kernels
+//! for runs read with any other step into contiguous output (one per element size for
+//! reversed and every-other-element runs, which vectorize), and an incremental coordinate
+//! counter for the outer dimensions. Every access is
 //! bounds-checked slice indexing: a planning bug is an error, never memory corruption.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -60,14 +62,36 @@ pub fn run_copy(
     stores: Stores,
     streamed: &AtomicUsize,
 ) -> Result<(), String> {
-    let stores = (stores, streamed);
-    match element_size {
-        1 => run::<1>(copy, src, dst, stores),
-        2 => run::<2>(copy, src, dst, stores),
-        4 => run::<4>(copy, src, dst, stores),
-        8 => run::<8>(copy, src, dst, stores),
+    let mut stores = StoreState {
+        stores,
+        streamed: 0,
+        block: None,
+    };
+    let result = match element_size {
+        1 => run::<1>(copy, src, dst, &mut stores),
+        2 => run::<2>(copy, src, dst, &mut stores),
+        4 => run::<4>(copy, src, dst, &mut stores),
+        8 => run::<8>(copy, src, dst, &mut stores),
         other => Err(format!("unsupported element size {other}")),
+    };
+    // Counted once per copy: an atomic add per 4 KiB run bounced the counter's cache line
+    // between the threads.
+    streamed.fetch_add(stores.streamed, Ordering::Relaxed);
+    // Runs are streamed without a fence each (a fence per 4 KiB run cost the last-axis Join
+    // about a third of its speed); one here makes them visible before the caller goes on.
+    if stores.stores == Stores::Streaming {
+        crate::stream::store_fence();
     }
+    result
+}
+
+/// How one copy stores its runs: the kind of stores, the bytes streamed so far, and the
+/// block gathered runs are staged in before they are streamed (made on the first such run:
+/// zeroing 4 KiB on every copy tripled the backend's overhead on a 4 KiB Join).
+struct StoreState {
+    stores: Stores,
+    streamed: usize,
+    block: Option<Box<[u8; GATHER_BLOCK_BYTES]>>,
 }
 
 fn out_of_bounds(what: &str, offset: isize, len: usize, available: usize) -> String {
@@ -93,7 +117,7 @@ fn run<const N: usize>(
     copy: &StridedCopy,
     src: &[u8],
     dst: &mut [u8],
-    stores: (Stores, &AtomicUsize),
+    stores: &mut StoreState,
 ) -> Result<(), String> {
     let n = N as isize;
     let depth = copy.sizes.len();
@@ -129,8 +153,8 @@ fn run<const N: usize>(
     }
 }
 
-/// One innermost run of `len` elements (adding the bytes stored non-temporally to the
-/// counter beside `stores`).
+/// One innermost run of `len` elements (adding the bytes stored non-temporally to
+/// `stores.streamed`).
 #[allow(clippy::too_many_arguments)]
 fn copy_run<const N: usize>(
     src: &[u8],
@@ -140,30 +164,18 @@ fn copy_run<const N: usize>(
     len: usize,
     src_step: isize,
     dst_step: isize,
-    (stores, streamed): (Stores, &AtomicUsize),
+    stores: &mut StoreState,
 ) -> Result<(), String> {
     let n = N as isize;
     if dst_step == n && src_step == n {
         let from = range(src_offset, len * N, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
-        if stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
-            streamed.fetch_add(to.len(), Ordering::Relaxed);
-            crate::stream::copy_nontemporal(&mut dst[to], &src[from]);
+        if stores.stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
+            stores.streamed += to.len();
+            crate::stream::copy_nontemporal_unfenced(&mut dst[to], &src[from]);
             return Ok(());
         }
         dst[to].copy_from_slice(&src[from]);
-        return Ok(());
-    }
-    if dst_step == n && src_step == -n {
-        let first = src_offset - (len as isize - 1) * n;
-        let from = range(first, len * N, src.len(), "source")?;
-        let to = range(dst_offset, len * N, dst.len(), "destination")?;
-        for (out, element) in dst[to]
-            .chunks_exact_mut(N)
-            .zip(src[from].chunks_exact(N).rev())
-        {
-            out.copy_from_slice(element);
-        }
         return Ok(());
     }
     // Any other strides: check both ends of the run once.
@@ -176,35 +188,22 @@ fn copy_run<const N: usize>(
         range(offset, N, dst.len(), "destination")?;
     }
     if dst_step == n && src_step != 0 {
-        // A gather into a contiguous run: walk the source in chunks of one step, taking the
-        // element at the start (forwards) or at the end (backwards) of each chunk.
+        // A gather into a contiguous run, from the source bytes between its lowest and
+        // highest elements.
+        let lowest = src_offset.min(last_src);
+        let extent = (len - 1) * src_step.unsigned_abs() + N;
+        let from = range(lowest, extent, src.len(), "source")?;
         let to = range(dst_offset, len * N, dst.len(), "destination")?;
-        let step = src_step.unsigned_abs();
-        // Whole steps for all but the last element (exact chunks vectorize), then the last.
-        let body = (len - 1) * step;
-        let (outputs, last) = dst[to].split_at_mut((len - 1) * N);
-        if N == 1 && src_step == 2 {
-            let from = range(src_offset, body, src.len(), "source")?;
-            take_even_bytes(outputs, &src[from]);
-        } else if src_step > 0 {
-            let from = range(src_offset, body, src.len(), "source")?;
-            for (out, chunk) in outputs
-                .chunks_exact_mut(N)
-                .zip(src[from].chunks_exact(step))
-            {
-                out.copy_from_slice(&chunk[..N]);
-            }
+        let gather = Gather::<N>::new(&src[from], src_step / n, len);
+        if stores.stores == Stores::Streaming && to.len() >= STREAM_MIN_RUN_BYTES {
+            stores.streamed += to.len();
+            let block = stores
+                .block
+                .get_or_insert_with(|| Box::new([0; GATHER_BLOCK_BYTES]));
+            gather.stream_into(&mut dst[to], block);
         } else {
-            let from = range(last_src + N as isize, body, src.len(), "source")?;
-            for (out, chunk) in outputs
-                .chunks_exact_mut(N)
-                .zip(src[from].rchunks_exact(step))
-            {
-                out.copy_from_slice(&chunk[step - N..]);
-            }
+            gather.write_into(&mut dst[to], 0);
         }
-        let final_element = range(last_src, N, src.len(), "source")?;
-        last.copy_from_slice(&src[final_element]);
         return Ok(());
     }
     // Strided destination (holes) or a 0 source step (broadcast): element by element.
@@ -219,20 +218,156 @@ fn copy_run<const N: usize>(
     Ok(())
 }
 
-/// `out[i] = src[2 * i]`, four bytes at a time: the even bytes of a little-endian u64 packed
-/// into a u32. Byte gathers do not vectorize on baseline x86-64; this is about 1.5x faster
-/// than a byte loop (measured with `cargo xtask bench`, UINT8 slice with stride 2).
-fn take_even_bytes(out: &mut [u8], src: &[u8]) {
-    let whole = out.len() / 4;
-    let (head, tail) = out.split_at_mut(whole * 4);
-    for (four, eight) in head.chunks_exact_mut(4).zip(src.chunks_exact(8)) {
-        let x = u64::from_le_bytes(eight.try_into().expect("8 bytes")) & 0x00ff_00ff_00ff_00ff;
-        let y = (x | (x >> 8)) & 0x0000_ffff_0000_ffff;
-        let packed = (y | (y >> 16)) as u32;
-        four.copy_from_slice(&packed.to_le_bytes());
+/// Bytes of a gathered run staged in a buffer on the stack before non-temporal stores write
+/// them out: small enough to stay in L1, large enough that a call's overhead is noise.
+const GATHER_BLOCK_BYTES: usize = 4096;
+
+/// A gather of elements of N bytes from `src`, `step` elements apart (not 0): output element
+/// i is the source element at i * step from the first one, which is at the start of `src`
+/// for a positive step and at its end for a negative one. `src` holds exactly the bytes from
+/// the lowest element to the end of the highest.
+struct Gather<'a, const N: usize> {
+    src: &'a [u8],
+    step: isize,
+    /// The elements gathered, given by the caller (dividing `src`'s length by the stride
+    /// on every run cost a small reversed Slice1 about a tenth of its time).
+    count: usize,
+}
+
+impl<'a, const N: usize> Gather<'a, N> {
+    fn new(src: &'a [u8], step: isize, count: usize) -> Gather<'a, N> {
+        debug_assert!(step != 0 && src.len() == (count - 1) * step.unsigned_abs() * N + N);
+        Gather { src, step, count }
     }
-    for (i, byte) in tail.iter_mut().enumerate() {
-        *byte = src[2 * (whole * 4 + i)];
+
+    /// Writes output elements [first, first + out.len() / N) into `out`.
+    fn write_into(&self, out: &mut [u8], first: usize) {
+        let count = out.len() / N;
+        let stride = self.step.unsigned_abs() * N;
+        // The lowest source element of the ones asked for, by position in `src`.
+        let lowest = if self.step > 0 {
+            first
+        } else {
+            self.count - first - count
+        };
+        let src = &self.src[lowest * stride..(lowest + count - 1) * stride + N];
+        match self.step {
+            -1 => reverse::<N>(out, src),
+            2 => every_other::<N>(out, src),
+            step if step > 0 => every_nth::<N>(out, src, stride),
+            _ => every_nth_backwards::<N>(out, src, stride),
+        }
+    }
+
+    /// Gathers `out` block by block into a buffer that stays in L1, and writes each block
+    /// with non-temporal stores: the gathered bytes reach memory without the destination's
+    /// lines being read first, as in the best copy (with cached stores the reversed Slice1
+    /// was at 0.84x-0.95x of it while its output stayed in the caches, 0.67x-0.72x once it
+    /// did not: docs/guide/performance.md). The caller fences.
+    fn stream_into(&self, out: &mut [u8], block: &mut [u8; GATHER_BLOCK_BYTES]) {
+        let per_block = GATHER_BLOCK_BYTES / N;
+        let mut stage = |(k, target): (usize, &mut [u8])| {
+            let staged = &mut block[..target.len()];
+            self.write_into(staged, k * per_block);
+            crate::stream::copy_nontemporal_unfenced(target, staged);
+        };
+        // Blocks in the order that reads the source forward, which the prefetchers follow
+        // best: for a negative step, from the last block of the output to the first.
+        let blocks = out.chunks_mut(per_block * N).enumerate();
+        if self.step > 0 {
+            blocks.for_each(&mut stage);
+        } else {
+            blocks.rev().for_each(&mut stage);
+        }
+    }
+}
+
+/// `out` = the elements of `src` in reverse order (both the same length).
+fn reverse<const N: usize>(out: &mut [u8], src: &[u8]) {
+    // Whole elements as integers, so that each becomes one lane of a vector shuffle.
+    match N {
+        1 => reverse_bytes(out, src),
+        2 => reverse_as::<2, u16>(out, src, u16::from_ne_bytes, u16::to_ne_bytes),
+        4 => reverse_as::<4, u32>(out, src, u32::from_ne_bytes, u32::to_ne_bytes),
+        8 => reverse_as::<8, u64>(out, src, u64::from_ne_bytes, u64::to_ne_bytes),
+        _ => {
+            for (o, e) in out.chunks_exact_mut(N).zip(src.chunks_exact(N).rev()) {
+                o.copy_from_slice(e);
+            }
+        }
+    }
+}
+
+fn reverse_as<const N: usize, T: Copy>(
+    out: &mut [u8],
+    src: &[u8],
+    load: fn([u8; N]) -> T,
+    store: fn(T) -> [u8; N],
+) {
+    let (out, _) = out.as_chunks_mut::<N>();
+    let (src, _) = src.as_chunks::<N>();
+    // Reading forward (the source is what comes from memory) and writing backward.
+    for (o, e) in out.iter_mut().rev().zip(src) {
+        *o = store(load(*e));
+    }
+}
+
+/// Bytes reversed as pairs: the pairs in reverse order, each with its two bytes swapped
+/// (byte-by-byte reversal does not vectorize on baseline x86-64, pairs do: about 2x in L1).
+fn reverse_bytes(out: &mut [u8], src: &[u8]) {
+    let (pairs, odd_out) = out.as_chunks_mut::<2>();
+    let (odd_src, src_pairs) = src.as_rchunks::<2>();
+    for (o, e) in pairs.iter_mut().rev().zip(src_pairs) {
+        *o = u16::from_le_bytes(*e).swap_bytes().to_le_bytes();
+    }
+    // An odd length: the last output byte is the first source byte.
+    odd_out.copy_from_slice(odd_src);
+}
+
+/// `out` = elements 0, 2, 4, ... of `src` (which ends with the last one taken: its length is
+/// 2 * out.len() - N).
+fn every_other<const N: usize>(out: &mut [u8], src: &[u8]) {
+    // Each pair of elements read as one integer twice as wide, truncated to its low (first,
+    // little-endian) half: a truncation vectorizes as a pack (bytes: about 10x the loop in L1).
+    match N {
+        1 => every_other_as::<1, 2>(out, src, |p| (u16::from_le_bytes(p) as u8).to_le_bytes()),
+        2 => every_other_as::<2, 4>(out, src, |p| (u32::from_le_bytes(p) as u16).to_le_bytes()),
+        4 => every_other_as::<4, 8>(out, src, |p| (u64::from_le_bytes(p) as u32).to_le_bytes()),
+        8 => every_other_as::<8, 16>(out, src, |p| (u128::from_le_bytes(p) as u64).to_le_bytes()),
+        _ => every_nth::<N>(out, src, 2 * N),
+    }
+}
+
+fn every_other_as<const N: usize, const PAIR: usize>(
+    out: &mut [u8],
+    src: &[u8],
+    first_of: fn([u8; PAIR]) -> [u8; N],
+) {
+    let Some((body, last)) = out.split_last_chunk_mut::<N>() else {
+        return;
+    };
+    let (outs, _) = body.as_chunks_mut::<N>();
+    let (pairs, _) = src.as_chunks::<PAIR>();
+    for (o, pair) in outs.iter_mut().zip(pairs) {
+        *o = first_of(*pair);
+    }
+    last.copy_from_slice(&src[src.len() - N..]);
+}
+
+/// `out` = the elements of `src` `stride` bytes apart, the first at its start.
+fn every_nth<const N: usize>(out: &mut [u8], src: &[u8], stride: usize) {
+    for (o, chunk) in out.chunks_exact_mut(N).zip(src.chunks(stride)) {
+        o.copy_from_slice(&chunk[..N]);
+    }
+}
+
+/// `out` = the elements of `src` `stride` bytes apart, the first at its end.
+fn every_nth_backwards<const N: usize>(out: &mut [u8], src: &[u8], stride: usize) {
+    // Chunks of one stride from the end hold an element at their end; the first element of
+    // `src` is in the shorter chunk left at its start.
+    let mut chunks = src.rchunks(stride);
+    for (o, chunk) in out.chunks_exact_mut(N).zip(&mut chunks) {
+        o.copy_from_slice(&chunk[chunk.len() - N..]);
     }
 }
 
@@ -250,15 +385,85 @@ mod tests {
         assert_eq!(copy.dst_strides, vec![7, 1]);
     }
 
-    #[test]
-    fn even_bytes_are_taken_in_order_with_any_tail() {
-        let src: Vec<u8> = (0..40).collect();
-        for len in 0..20 {
-            let mut out = vec![0xffu8; len];
-            take_even_bytes(&mut out, &src);
-            let expected: Vec<u8> = (0..len as u8).map(|i| 2 * i).collect();
-            assert_eq!(out, expected);
+    /// Output element i of a gather, element by element: the source element at i * step from
+    /// the first (at the start of `src` for a positive step, at its end for a negative one).
+    fn gathered_one_by_one(src: &[u8], step: isize, n: usize, count: usize) -> Vec<u8> {
+        let first = if step > 0 { 0 } else { src.len() - n };
+        (0..count)
+            .flat_map(|i| {
+                let at = first as isize + i as isize * step * n as isize;
+                src[at as usize..at as usize + n].to_vec()
+            })
+            .collect()
+    }
+
+    /// Every gather kernel (reversed, every other element, any other step either way) at
+    /// every element size, for every count up to a few vectors' worth with odd tails, whole
+    /// and from every starting element: the same bytes as one element at a time.
+    fn gather_kernels_match_one_by_one<const N: usize>() {
+        let source: Vec<u8> = (0..4000u32).map(|i| (i * 131 + i / 251) as u8).collect();
+        for step in [-3isize, -2, -1, 2, 3, 5] {
+            for count in 1..80usize {
+                let extent = (count - 1) * step.unsigned_abs() * N + N;
+                let src = &source[7..7 + extent];
+                let expected = gathered_one_by_one(src, step, N, count);
+                let gather = Gather::<N>::new(src, step, count);
+                for first in 0..count {
+                    let mut out = vec![0xa5u8; (count - first) * N];
+                    gather.write_into(&mut out, first);
+                    assert_eq!(
+                        out,
+                        expected[first * N..],
+                        "N {N}, step {step}, count {count}, first {first}"
+                    );
+                }
+            }
         }
+    }
+
+    #[test]
+    fn gather_kernels_match_one_by_one_for_every_element_size() {
+        gather_kernels_match_one_by_one::<1>();
+        gather_kernels_match_one_by_one::<2>();
+        gather_kernels_match_one_by_one::<4>();
+        gather_kernels_match_one_by_one::<8>();
+    }
+
+    /// Streamed gathers, staged block by block: runs shorter than a block, of exactly one,
+    /// and of several with a partial last block, at every element size.
+    fn streamed_gathers_match_one_by_one<const N: usize>() {
+        let source: Vec<u8> = (0..80_000u32).map(|i| (i * 7 + i / 4093) as u8).collect();
+        let per_block = GATHER_BLOCK_BYTES / N;
+        for step in [-2isize, -1, 2, 3] {
+            for count in [
+                1,
+                per_block - 1,
+                per_block,
+                per_block + 1,
+                2 * per_block + 17,
+            ] {
+                let extent = (count - 1) * step.unsigned_abs() * N + N;
+                if extent > source.len() - 3 {
+                    continue;
+                }
+                let src = &source[3..3 + extent];
+                let mut out = vec![0u8; count * N + 5];
+                let mut block = [0; GATHER_BLOCK_BYTES];
+                Gather::<N>::new(src, step, count).stream_into(&mut out[5..], &mut block);
+                crate::stream::store_fence();
+                let expected = gathered_one_by_one(src, step, N, count);
+                assert_eq!(out[5..], expected, "N {N}, step {step}, count {count}");
+                assert_eq!(out[..5], [0; 5]);
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_gathers_match_one_by_one_for_every_element_size() {
+        streamed_gathers_match_one_by_one::<1>();
+        streamed_gathers_match_one_by_one::<2>();
+        streamed_gathers_match_one_by_one::<4>();
+        streamed_gathers_match_one_by_one::<8>();
     }
 
     #[test]

@@ -389,7 +389,7 @@ mod tests {
     }
 
     #[test]
-    fn short_runs_and_gathers_of_a_large_output_use_cached_stores() {
+    fn short_runs_of_a_large_output_use_cached_stores_and_long_gathers_stream() {
         // A Join on the last axis: 16 MiB written in runs of 1 KiB, under STREAM_MIN_RUN_BYTES.
         let op = OperatorDesc::Join(JoinDesc {
             input_tensors: vec![float32(&[4096, 256]); 4],
@@ -408,18 +408,35 @@ mod tests {
                 assert_eq!(got, &part[row * 1024..][..1024], "row {row}, input {i}");
             }
         }
-        // A reversed Slice1 of 16 MiB: a gather, never streamed.
-        let op = OperatorDesc::Slice1(Slice1Desc {
-            input_tensor: float32(&[1024, 4096]),
-            output_tensor: float32(&[1024, 4096]),
-            dimension_count: 2,
-            input_window_offsets: vec![0, 0],
-            input_window_sizes: vec![1024, 4096],
-            input_window_strides: vec![1, -1],
-        });
+        // A reversed Slice1 of 16 MiB with rows of 16 KiB: gathered in blocks that stay in
+        // the cache, every byte then streamed.
+        let reversed = |rows: u32, cols: u32| {
+            OperatorDesc::Slice1(Slice1Desc {
+                input_tensor: float32(&[rows, cols]),
+                output_tensor: float32(&[rows, cols]),
+                dimension_count: 2,
+                input_window_offsets: vec![0, 0],
+                input_window_sizes: vec![rows, cols],
+                input_window_strides: vec![1, -1],
+            })
+        };
         let source = input(0, 16 << 20);
-        let stats = run_float32(&op, &[&source], vec![&mut output], 1 << 20);
-        assert_eq!(stats.streamed, 0);
+        let stats = run_float32(
+            &reversed(1024, 4096),
+            &[&source],
+            vec![&mut output],
+            1 << 20,
+        );
+        assert_eq!(stats.streamed, 16 << 20);
         assert_eq!(&output[..4], &source[4 * 4095..4 * 4096]);
+        // The same with rows of 1 KiB: gathered runs under STREAM_MIN_RUN_BYTES, cached.
+        let stats = run_float32(
+            &reversed(16384, 256),
+            &[&source],
+            vec![&mut output],
+            1 << 20,
+        );
+        assert_eq!(stats.streamed, 0);
+        assert_eq!(&output[..4], &source[4 * 255..4 * 256]);
     }
 }

@@ -4,8 +4,9 @@ use super::workloads::Workload;
 use clap::{ArgAction, Args, ValueEnum};
 use dmlcts_tensor::DataType;
 
-/// `cargo xtask bench [--runs N] [--no-oracle] [--json FILE] [--filter TEXT] [--backend
-/// cpu|wgpu] [--adapter TEXT]`, or `cargo xtask bench --fuzz [--runs N] [--json FILE]`.
+/// `cargo xtask bench [--runs N] [--no-oracle] [--json FILE] [--filter TEXT] [--threads N]
+/// [--backend cpu|wgpu] [--adapter TEXT]`, or `cargo xtask bench --fuzz [--runs N] [--json
+/// FILE]`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Rounds of each measurement (0 counts as 1)
@@ -28,6 +29,11 @@ pub struct BenchArgs {
     /// With --backend wgpu: the adapter whose name contains TEXT
     #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
     pub adapter: Option<String>,
+    /// Threads for the CPU backend and the parallel reference copies (default: every core;
+    /// 1 leaves out the parallel copies). On a machine shared with other work, one thread
+    /// keeps a descheduled helper thread out of every timing
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub threads: Option<usize>,
     /// Fuzz campaigns' speed with a planted bug, next to the clean campaign (CPU backend;
     /// --runs and --json apply)
     #[arg(long)]
@@ -41,11 +47,11 @@ pub enum Backend {
     Wgpu,
 }
 
-/// `--runs`: a count, at least 1 (0 is taken as 1).
+/// `--runs`, `--threads`: a count, at least 1 (0 is taken as 1).
 fn at_least_one(text: &str) -> Result<usize, String> {
     text.parse::<usize>()
         .map(|n| n.max(1))
-        .map_err(|_| "--runs takes a number".to_string())
+        .map_err(|_| "expected a number".to_string())
 }
 
 impl BenchArgs {

@@ -43,12 +43,30 @@ impl Reference {
 
     /// Copies every (destination, source) pair of equal lengths, in order.
     fn run(self, pairs: Vec<(&mut [u8], &[u8])>, threads: usize) {
+        self.run_and_read(pairs, Vec::new(), threads);
+    }
+
+    /// Copies every pair, in order, and reads every byte of `unread` (summing it): with the
+    /// unread rest of a workload's inputs, a reference that moves every byte the workload
+    /// must (a stride-2 slice writes half its input but reads every cache line of it). The
+    /// parallel references give each thread its share of both.
+    fn run_and_read(self, pairs: Vec<(&mut [u8], &[u8])>, unread: Vec<&[u8]>, threads: usize) {
         let memcpy: fn(&mut [u8], &[u8]) = |d, s| d.copy_from_slice(s);
         match self {
-            Reference::Memcpy => copy_pairs(pairs, memcpy),
-            Reference::MemcpyParts => copy_in_parts(pairs, threads, memcpy),
-            Reference::Stream => copy_pairs(pairs, copy_nontemporal),
-            Reference::StreamParts => copy_in_parts(pairs, threads, copy_nontemporal),
+            Reference::Memcpy => copy_pairs_and_read(pairs, unread, memcpy),
+            Reference::MemcpyParts => copy_in_parts(pairs, unread, threads, memcpy),
+            Reference::Stream => copy_pairs_and_read(pairs, unread, copy_nontemporal),
+            Reference::StreamParts => copy_in_parts(pairs, unread, threads, copy_nontemporal),
+        }
+    }
+
+    /// The name of the reference that also reads the unread input.
+    pub(super) fn reading_name(self) -> &'static str {
+        match self {
+            Reference::Memcpy => "memcpy+read",
+            Reference::MemcpyParts => "memcpy+read xN",
+            Reference::Stream => "stream+read",
+            Reference::StreamParts => "stream+read xN",
         }
     }
 }
@@ -118,15 +136,77 @@ fn same_buffers<'a>(
     pairs
 }
 
+/// The input bytes `same_buffers` leaves unread when the outputs total `written` bytes: the
+/// rest of the inputs, in order.
+pub(super) fn unread_inputs(inputs: &[Vec<u8>], written: usize) -> Vec<&[u8]> {
+    let mut skip = written;
+    let mut unread = Vec::new();
+    for input in inputs {
+        let taken = skip.min(input.len());
+        skip -= taken;
+        if taken < input.len() {
+            unread.push(&input[taken..]);
+        }
+    }
+    unread
+}
+
 fn copy_pairs(pairs: Vec<(&mut [u8], &[u8])>, copy: fn(&mut [u8], &[u8])) {
     for (dst, src) in pairs {
         copy(dst, src);
     }
 }
 
+fn copy_pairs_and_read(
+    pairs: Vec<(&mut [u8], &[u8])>,
+    unread: Vec<&[u8]>,
+    copy: fn(&mut [u8], &[u8]),
+) {
+    copy_pairs(pairs, copy);
+    let sum = unread
+        .iter()
+        .fold(0u64, |sum, bytes| sum.wrapping_add(read_all(bytes)));
+    std::hint::black_box(sum);
+}
+
+/// Reads every byte (a wrapping sum of 8-byte words, which vectorizes: faster than memory).
+fn read_all(bytes: &[u8]) -> u64 {
+    let (words, tail) = bytes.as_chunks::<8>();
+    let sum = words
+        .iter()
+        .fold(0u64, |sum, w| sum.wrapping_add(u64::from_ne_bytes(*w)));
+    tail.iter()
+        .fold(sum, |sum, &b| sum.wrapping_add(u64::from(b)))
+}
+
+/// `slices` cut into `parts` runs of about equal bytes, in order (empty runs for missing
+/// bytes).
+fn cut_into_parts(slices: Vec<&[u8]>, parts: usize) -> Vec<Vec<&[u8]>> {
+    let total: usize = slices.iter().map(|s| s.len()).sum();
+    let share = total.div_ceil(parts).max(1);
+    let mut groups: Vec<Vec<&[u8]>> = vec![Vec::new(); parts];
+    let (mut group, mut room) = (0, share);
+    for mut slice in slices {
+        while !slice.is_empty() {
+            if room == 0 {
+                (group, room) = ((group + 1).min(parts - 1), share);
+            }
+            let (mine, rest) = slice.split_at(room.min(slice.len()));
+            groups[group].push(mine);
+            (slice, room) = (rest, room - mine.len());
+        }
+    }
+    groups
+}
+
 /// `copy` over `parts` threads, each on one run of about equal bytes of the pairs, in order
-/// (the caller's thread too).
-fn copy_in_parts(pairs: Vec<(&mut [u8], &[u8])>, parts: usize, copy: fn(&mut [u8], &[u8])) {
+/// (the caller's thread too), each then reading its share of `unread`.
+fn copy_in_parts(
+    pairs: Vec<(&mut [u8], &[u8])>,
+    unread: Vec<&[u8]>,
+    parts: usize,
+    copy: fn(&mut [u8], &[u8]),
+) {
     let total: usize = pairs.iter().map(|p| p.0.len()).sum();
     let share = total.div_ceil(parts).max(1);
     let mut groups: Vec<Vec<(&mut [u8], &[u8])>> = vec![Vec::new()];
@@ -144,20 +224,23 @@ fn copy_in_parts(pairs: Vec<(&mut [u8], &[u8])>, parts: usize, copy: fn(&mut [u8
             (dst, src, room) = (d_rest, s_rest, room - n);
         }
     }
+    groups.resize_with(parts.max(groups.len()), Vec::new);
+    let reads = cut_into_parts(unread, groups.len());
     std::thread::scope(|scope| {
-        let mut groups = groups.into_iter();
-        let first = groups.next();
-        for group in groups {
-            scope.spawn(move || copy_pairs(group, copy));
+        let mut work = groups.into_iter().zip(reads);
+        let first = work.next();
+        for (group, read) in work {
+            scope.spawn(move || copy_pairs_and_read(group, read, copy));
         }
-        if let Some(group) = first {
-            copy_pairs(group, copy);
+        if let Some((group, read)) = first {
+            copy_pairs_and_read(group, read, copy);
         }
     });
 }
 
 /// The backend's call (first), then each reference copy of the same bytes between the same
-/// buffers (`same_buffers`), as calls for `rounds`.
+/// buffers (`same_buffers`), then, when the inputs hold bytes those copies leave unread,
+/// each reference again reading them too (`Reference::run_and_read`), as calls for `rounds`.
 pub(super) fn cpu_and_references<'a>(
     compiled: &'a dyn CompiledOperator,
     inputs: &'a [Vec<u8>],
@@ -182,6 +265,17 @@ pub(super) fn cpu_and_references<'a>(
             reference.run(same_buffers(&mut outputs, inputs), threads);
             std::hint::black_box(&*outputs);
         }));
+    }
+    let written: usize = outputs.borrow().iter().map(Vec::len).sum();
+    if !unread_inputs(inputs, written).is_empty() {
+        for &reference in references {
+            calls.push(Box::new(move || {
+                let mut outputs = outputs.borrow_mut();
+                let pairs = same_buffers(&mut outputs, inputs);
+                reference.run_and_read(pairs, unread_inputs(inputs, written), threads);
+                std::hint::black_box(&*outputs);
+            }));
+        }
     }
     calls
 }
@@ -220,6 +314,38 @@ mod tests {
                 reference.run(same_buffers(&mut outputs, &inputs), parts);
                 assert_eq!(outputs.concat(), expected, "{} parts", parts);
             }
+        }
+    }
+
+    #[test]
+    fn the_unread_input_is_what_the_copies_leave_and_every_part_reads_its_share() {
+        let inputs = vec![bytes(5, 1), bytes(10, 2)];
+        let unread = unread_inputs(&inputs, 8);
+        assert_eq!(unread, [&inputs[1][3..]]);
+        assert!(unread_inputs(&inputs, 15).is_empty());
+        let (first, second) = (bytes(7, 3), bytes(4, 4));
+        for parts in 1..=4 {
+            let groups = cut_into_parts(vec![&first, &second], parts);
+            assert_eq!(groups.len(), parts);
+            let joined: Vec<u8> = groups.concat().concat();
+            assert_eq!(
+                joined,
+                [first.clone(), second.clone()].concat(),
+                "{parts} parts"
+            );
+        }
+        // Bytes past the last whole word are summed one by one.
+        assert_eq!(read_all(&[1, 2, 3]), 6);
+        // The reading references copy what the plain ones do.
+        for reference in [
+            Reference::Memcpy,
+            Reference::MemcpyParts,
+            Reference::StreamParts,
+        ] {
+            let mut outputs = vec![vec![0u8; 8]];
+            let pairs = same_buffers(&mut outputs, &inputs);
+            reference.run_and_read(pairs, unread_inputs(&inputs, 8), 3);
+            assert_eq!(outputs.concat(), inputs.concat()[..8]);
         }
     }
 }
