@@ -154,6 +154,7 @@ fn case_with(
         inputs,
         expected,
         expect,
+        steps: Vec::new(),
     }
 }
 
