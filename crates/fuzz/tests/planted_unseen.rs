@@ -289,7 +289,6 @@ caught_by_the_corpus! {
     the_corpus_catches_a_cache_key_without_the_level: Bug::CacheKeyWithoutLevel;
     the_corpus_catches_a_cache_key_by_element_size: Bug::CacheKeyByElementSize;
     the_corpus_catches_a_cache_key_without_the_axis: Bug::CacheKeyWithoutAxis;
-    #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_a_cache_key_without_the_tensor_count: Bug::CacheKeyWithoutTensorCount;
     the_corpus_catches_a_cache_key_without_window_sizes: Bug::CacheKeyWithoutWindowSizes;
     the_corpus_catches_a_cache_key_without_window_strides: Bug::CacheKeyWithoutWindowStrides;

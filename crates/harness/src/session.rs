@@ -35,12 +35,12 @@ use crate::corpus::{Case, LoadError};
 use crate::expectations::{Expectations, UNEXPECTED_PASS};
 use crate::report::coverage::{Coverage, Reach};
 use crate::report::{RunInfo, Summary};
+use crate::run::group::run_group;
 use crate::run::{
     CaseResult, DeviceFactory, Devices, ReplayRecipe, ResultIds, RunOptions, SkipCheck, Status,
     case_id, level_skip_reason, load_error_results, replay_command, run_case,
     run_case_with_data_sets, skip_reason,
 };
-use crate::run::group::run_group;
 use dmlcts_tensor::{Backend, FeatureLevel, ValidationProfile};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;

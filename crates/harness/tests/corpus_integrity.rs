@@ -1,8 +1,7 @@
 //! The corpus is consistent with the specs and the oracle.
 
 use dmlcts_harness::{
-    Case, Corpus, Expectation, RunOptions, Session, SessionOptions, Status, cases_to_yaml,
-    run_case,
+    Case, Corpus, Expectation, RunOptions, Session, SessionOptions, Status, cases_to_yaml, run_case,
 };
 use dmlcts_oracle::{OracleBackend, broken_rules, spec};
 use dmlcts_tensor::{Backend, FeatureLevel};
@@ -141,7 +140,11 @@ fn each_sibling_group_is_a_b_a_of_descriptors_that_differ_in_one_field() {
             panic!("{}: {} steps", group.name, group.steps.len());
         };
         assert_eq!((&a.op, a.feature_level), (&again.op, again.feature_level));
-        assert_ne!(a.inputs, again.inputs, "{}: the repeat has new data", group.name);
+        assert_ne!(
+            a.inputs, again.inputs,
+            "{}: the repeat has new data",
+            group.name
+        );
         assert_eq!(a.op.kind(), b.op.kind(), "{}", group.name);
         assert!(
             (a.feature_level != b.feature_level) != (a.op != b.op),

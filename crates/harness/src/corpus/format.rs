@@ -191,12 +191,7 @@ impl RawCase {
 
     /// The case, or a group's step when `group` names its group (the step's name is then
     /// `GROUP/STEP`, its seeded inputs seeded from that whole name).
-    fn to_case_in(
-        &self,
-        file: &str,
-        line: usize,
-        group: Option<&str>,
-    ) -> Result<Case, CaseError> {
+    fn to_case_in(&self, file: &str, line: usize, group: Option<&str>) -> Result<Case, CaseError> {
         let error = |text: String| CaseError {
             case: self.name.clone(),
             text,

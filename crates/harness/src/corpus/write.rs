@@ -35,7 +35,11 @@ fn write_case(out: &mut String, case: &Case) {
         let prefix = format!("{}/", case.name);
         for step in &case.steps {
             let mut own = step.clone();
-            own.name = step.name.strip_prefix(&prefix).unwrap_or(&step.name).to_string();
+            own.name = step
+                .name
+                .strip_prefix(&prefix)
+                .unwrap_or(&step.name)
+                .to_string();
             let mut text = String::new();
             write_case(&mut text, &own);
             for line in text.lines() {

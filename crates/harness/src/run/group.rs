@@ -60,8 +60,9 @@ pub(crate) fn run_group(
             own.reason = format!("{which}: {}", step_result.reason);
             own.run_level = step_result.run_level;
             if step_result.status == Status::Failed {
-                let mut details =
-                    format!("  a sibling group, its steps run back to back on one backend:\n{lines}");
+                let mut details = format!(
+                    "  a sibling group, its steps run back to back on one backend:\n{lines}"
+                );
                 if i > 0 {
                     let _ = writeln!(
                         details,
