@@ -9,10 +9,17 @@
 mod backend;
 
 use backend::{Bug, LastPlan};
+use dmlcts_fuzz::cases::{Plan, case_strategy_at, case_tree};
+use dmlcts_fuzz::strategies::siblings::{
+    FIELD_KINDS, field_kind, is_sibling_index, pick, sibling_group,
+};
+use dmlcts_fuzz::{CampaignOptions, CampaignOutcome, CheckKind, run_campaign_at_levels};
 use dmlcts_harness::session::{Session, SessionOptions};
 use dmlcts_harness::{Case, Corpus, Status};
 use dmlcts_tensor::{Backend, FeatureLevel};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The names of the failed results of `cases`, run in order through one session on one
 /// planted backend, each case at its own level (as `dmlcts conformance` runs a multi-level
@@ -152,4 +159,108 @@ caught_by_the_corpus! {
     the_corpus_catches_a_last_plan_key_without_the_total_size: Bug::TotalSize;
     the_corpus_catches_a_last_plan_key_without_the_axis: Bug::Axis;
     the_corpus_catches_a_last_plan_key_without_the_tensor_count: Bug::TensorCount;
+}
+
+/// A 3,000-case campaign, seed 1, one job offering every level, as `dmlcts fuzz --cases 3000
+/// --seed 1 --jobs 1` runs a multi-level backend.
+fn campaign(bug: Bug) -> CampaignOutcome {
+    let planted = LastPlan::new(bug);
+    let views: Vec<_> = FeatureLevel::ALL.iter().map(|&l| planted.at(l)).collect();
+    let devices: Vec<&dyn Backend> = views.iter().map(|v| v as &dyn Backend).collect();
+    let mut options = CampaignOptions::new("last-plan", 1);
+    options.cases = Some(3000);
+    options.shrink_time = Duration::from_secs(2);
+    run_campaign_at_levels(&[devices], &options, |_| {})
+}
+
+#[test]
+fn a_3000_case_campaign_makes_sibling_groups_of_every_field_kind_several_times() {
+    let options = CampaignOptions::new("count", 1);
+    let plan = Plan::new(&options, &FeatureLevel::ALL);
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for index in (0..3000).filter(|&i| is_sibling_index(i)) {
+        let recipe = plan.recipe(index);
+        if recipe.large_element_size.is_some() {
+            continue;
+        }
+        let strategy = case_strategy_at(options.op, options.mix, recipe);
+        let a = case_tree(&strategy, options.seed, index).current();
+        if let Some(group) = sibling_group(&a, pick(options.seed, index)) {
+            *kinds
+                .entry(field_kind(&group).unwrap().to_string())
+                .or_default() += 1;
+        }
+    }
+    eprintln!("{kinds:?}");
+    for kind in FIELD_KINDS {
+        assert!(
+            kinds.get(kind).copied().unwrap_or(0) >= 3,
+            "{kind}: {kinds:?}"
+        );
+    }
+}
+
+#[test]
+fn without_a_bug_a_3000_case_campaign_finds_nothing_on_the_last_plan_backend() {
+    let outcome = campaign(Bug::None);
+    assert_eq!(outcome.cases_run, 3000);
+    let found: Vec<&str> = outcome.buckets.iter().map(|b| b.id.as_str()).collect();
+    assert_eq!(found, Vec::<&str>::new());
+}
+
+/// The whole campaign finds the bug in a sibling group's bucket (`siblings.FIELD...`), its
+/// minimal case a group saved whole. (An input-strides key also fails Slice1's invariant,
+/// which compiles a reversed copy right after the case: a bucket of its own.)
+fn assert_campaign_catches(bug: Bug) {
+    let outcome = campaign(bug);
+    let new: Vec<&str> = outcome.new_buckets().map(|b| b.id.as_str()).collect();
+    eprintln!("{bug:?}: {} cases run, new: {new:?}", outcome.cases_run);
+    let groups: Vec<_> = (outcome.new_buckets())
+        .filter(|b| b.id.starts_with("siblings."))
+        .collect();
+    assert!(
+        !groups.is_empty(),
+        "a 3,000-case campaign's groups miss {bug:?}: {new:?}"
+    );
+    for bucket in groups {
+        let case = &bucket.case;
+        assert_eq!(case.steps.len(), 3, "{}: kept as a group", bucket.id);
+        // Shrinking runs on the one device the group's first step ran on: a group whose
+        // steps are at two levels does not reproduce there (its case is the group as found).
+        if !bucket.id.starts_with("siblings.feature_level.") {
+            assert!(bucket.reproduced, "{}: reproduced as a group", bucket.id);
+        }
+    }
+    let broken: Vec<&str> = (outcome.buckets.iter())
+        .filter(|b| matches!(b.kind, CheckKind::Crash | CheckKind::GuardBand))
+        .map(|b| b.id.as_str())
+        .collect();
+    assert_eq!(
+        broken,
+        Vec::<&str>::new(),
+        "the planted backend itself is broken"
+    );
+}
+
+macro_rules! caught_by_a_campaign {
+    ($($name:ident: $bug:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            assert_campaign_catches($bug);
+        }
+    )*};
+}
+
+caught_by_a_campaign! {
+    a_3000_case_campaign_catches_a_last_plan_key_without_input_strides: Bug::InputStrides;
+    a_3000_case_campaign_catches_a_last_plan_key_without_output_strides: Bug::OutputStrides;
+    a_3000_case_campaign_catches_a_last_plan_key_without_window_offsets: Bug::WindowOffsets;
+    a_3000_case_campaign_catches_a_last_plan_key_without_window_sizes: Bug::WindowSizes;
+    a_3000_case_campaign_catches_a_last_plan_key_without_window_strides: Bug::WindowStrides;
+    a_3000_case_campaign_catches_a_last_plan_key_without_sizes: Bug::Sizes;
+    a_3000_case_campaign_catches_a_last_plan_key_without_the_level: Bug::Level;
+    a_3000_case_campaign_catches_a_last_plan_key_by_element_size: Bug::DataTypeBySize;
+    a_3000_case_campaign_catches_a_last_plan_key_without_the_total_size: Bug::TotalSize;
+    a_3000_case_campaign_catches_a_last_plan_key_without_the_axis: Bug::Axis;
+    a_3000_case_campaign_catches_a_last_plan_key_without_the_tensor_count: Bug::TensorCount;
 }

@@ -8,6 +8,7 @@ pub mod descs;
 pub mod edit;
 pub mod layout;
 pub mod near_miss;
+pub mod siblings;
 pub mod sizes;
 pub mod tables;
 
