@@ -46,12 +46,40 @@ pub fn pick(seed: u64, index: u64) -> u64 {
 /// The group `A, B, A` for `a` and a field kind picked by `pick` (the next kind that applies
 /// to `a` when that one does not); None where none applies.
 pub fn sibling_group(a: &Case, pick: u64) -> Option<Case> {
+    if !well_formed(&a.op) {
+        return None;
+    }
     let n = FIELD_KINDS.len();
     (0..n).find_map(|k| {
         let kind = (pick as usize + k) % n;
         let (b, b_level) = sibling(a, kind)?;
         Some(group(a, FIELD_KINDS[kind], b, b_level, pick))
     })
+}
+
+/// Whether every array has the length the rest of the descriptor gives it (a near miss of
+/// those rules gets no sibling: its fields do not line up to change one).
+fn well_formed(op: &OperatorDesc) -> bool {
+    let tensors = op.inputs().into_iter().chain(op.outputs());
+    let strides_fit = tensors
+        .into_iter()
+        .all(|(_, t)| t.strides.as_ref().is_none_or(|s| s.len() == t.sizes.len()));
+    let window_fits = match op {
+        OperatorDesc::Slice1(d) => {
+            let rank = d.input_tensor.sizes.len();
+            [
+                d.input_window_offsets.len(),
+                d.input_window_sizes.len(),
+                d.input_window_strides.len(),
+                d.output_tensor.sizes.len(),
+                d.dimension_count as usize,
+            ]
+            .iter()
+            .all(|&n| n == rank)
+        }
+        _ => true,
+    };
+    strides_fit && window_fits
 }
 
 /// The field kind a group's name names.
