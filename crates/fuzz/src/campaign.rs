@@ -87,7 +87,10 @@ impl Campaign<'_> {
                 .entry(recipe)
                 .or_insert_with(|| case_strategy_at(options.op, options.mix, recipe));
             let mut tree = crate::cases::case_tree(strategy, options.seed, index);
-            if siblings::is_sibling_index(index) && recipe.large_element_size.is_none() {
+            if options.siblings
+                && siblings::is_sibling_index(index)
+                && recipe.large_element_size.is_none()
+            {
                 // A sibling group around this case, as one case from here on.
                 let pick = siblings::pick(options.seed, index);
                 if siblings::sibling_group(&tree.current(), pick).is_some() {

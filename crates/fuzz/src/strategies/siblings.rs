@@ -84,6 +84,9 @@ fn well_formed(op: &OperatorDesc) -> bool {
 
 /// The field kind a group's name names.
 pub fn field_kind(group: &Case) -> Option<&str> {
+    if !group.is_group() {
+        return None;
+    }
     group.name.strip_prefix(GROUP_PREFIX)
 }
 
