@@ -179,7 +179,7 @@ fn a_backend_unsupported_for_float16_states_that_float16_was_not_checked() {
     assert_eq!(
         report["coverage"]["line"],
         "checked: 32 of 32 rules, 22 of 23 execution properties, 10 of 11 data types at ranks \
-         1-8, at levels 1_0 to 3_0, 4_1; not checked: FLOAT16 (unsupported)"
+         1-8, at levels 1_0 to 4_1; not checked: FLOAT16 (unsupported)"
     );
     assert_eq!(
         not_checked(&report),
@@ -266,12 +266,12 @@ fn the_matrix_shows_what_each_backend_checked_side_by_side() {
     assert_eq!(
         json["columns"][0]["coverage"]["line"],
         "checked: 32 of 32 rules, 23 of 23 execution properties, 11 of 11 data types at ranks \
-         1-8, at levels 1_0 to 3_0, 4_1"
+         1-8, at levels 1_0 to 4_1"
     );
     assert_eq!(
         json["columns"][1]["coverage"]["line"],
         "checked: 32 of 32 rules, 22 of 23 execution properties, 10 of 11 data types at ranks \
-         1-8, at levels 1_0 to 3_0, 4_1; not checked: FLOAT16 (unsupported)"
+         1-8, at levels 1_0 to 4_1; not checked: FLOAT16 (unsupported)"
     );
     let html = matrix.to_html();
     for row in [

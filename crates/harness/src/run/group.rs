@@ -57,7 +57,14 @@ pub(crate) fn run_group(
             let step = &group.steps[i];
             let which = format!("step {} of {count} (`{}`)", i + 1, step_name(group, step));
             own.status = step_result.status;
-            own.reason = format!("{which}: {}", step_result.reason);
+            // A skip keeps the step's reason as it is (runs count skips by reason); a
+            // failure names the step.
+            own.reason = if step_result.status == Status::Skipped {
+                step_result.reason.clone()
+            } else {
+                format!("{which}: {}", step_result.reason)
+            };
+            own.details = format!("  {which} of a sibling group\n");
             own.run_level = step_result.run_level;
             if step_result.status == Status::Failed {
                 let mut details = format!(
