@@ -223,7 +223,13 @@ impl<'a> Bucketing<'a> {
                 ..SessionOptions::default()
             },
         );
+        // A sibling group shrinks as a group: a candidate that is not one (its shrunk `A`
+        // allowed no sibling) does not stand for it.
+        let group = failure.case.is_group();
         let still_fails = |case: &Case| {
+            if case.is_group() != group {
+                return None;
+            }
             checks.set(checks.get() + 1);
             let mut case = case.clone();
             if let Some(seed) = data_seed {

@@ -26,6 +26,7 @@ use crate::check::{Checked, checked};
 use crate::outcome::SkipReasons;
 use crate::profile::{CampaignProfile, Tier};
 use crate::save::save_bucket;
+use crate::strategies::siblings;
 use dmlcts_harness::Case;
 use dmlcts_harness::corpus::assertions::assertions;
 use dmlcts_harness::report::coverage::Coverage;
@@ -95,6 +96,16 @@ impl Campaign<'_> {
                 .entry(recipe)
                 .or_insert_with(|| case_strategy_at(options.op, options.mix, recipe));
             let mut tree = crate::cases::case_tree(strategy, options.seed, index);
+            if options.siblings
+                && siblings::is_sibling_index(index)
+                && recipe.large_element_size.is_none()
+            {
+                // A sibling group around this case, as one case from here on.
+                let pick = siblings::pick(options.seed, index);
+                if siblings::sibling_group(&tree.current(), pick).is_some() {
+                    tree = Box::new(siblings::GroupTree { inner: tree, pick });
+                }
+            }
             let case = tree.current();
             let seeds = data_seeds(&case, options.data_sets.max(1));
             drop(generation);

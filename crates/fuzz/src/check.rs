@@ -103,6 +103,11 @@ pub(crate) fn check_in_session(
     let step = session.step_with_data_sets(case, &data_sets);
     let results = step.results;
     let checked = results.len() as u64;
+    if case.is_group()
+        && let Some(failed) = results.first().filter(|r| r.status == Status::Failed)
+    {
+        return (Err(group_failure(session, case, failed)), checked);
+    }
     if let Some((k, failed)) =
         (results.iter().enumerate()).find(|(_, r)| r.status == Status::Failed)
     {
@@ -135,7 +140,8 @@ pub(crate) fn check_in_session(
     if let Counted::SkippedByBackend(reason) = step.counted {
         return (Ok(Checked::Skipped { reason }), checked);
     }
-    if result.status != Status::Passed || case.expect != Expectation::Accept {
+    // A sibling group's checks are its steps' (the invariants are for one descriptor).
+    if result.status != Status::Passed || case.expect != Expectation::Accept || case.is_group() {
         return (Ok(Checked::Passed), checked);
     }
     let (device, _) = session.device_for(case);
@@ -146,6 +152,37 @@ pub(crate) fn check_in_session(
 /// The invariants run on cases up to this many elements: the large tier's cases (past 2^20)
 /// are checked by the runner alone, as the invariants would double their cost for what the
 /// large tier's Join and Slice1 cases check directly.
+/// A sibling group's failure: the group's own, unless its failing step fails the same way
+/// run alone right after, which makes it that step's failure as a plain case (a bug of one
+/// descriptor, bucketed and known as such), not one of state across the group.
+fn group_failure(
+    session: &Session<'_>,
+    group: &Case,
+    failed: &dmlcts_harness::CaseResult,
+) -> CheckFailure {
+    let kind = CheckKind::of(failed);
+    let step = (0..group.steps.len())
+        .find(|i| failed.reason.starts_with(&format!("step {} of ", i + 1)))
+        .map(|i| &group.steps[i]);
+    if let Some(step) = step {
+        let alone = session.step(step);
+        if alone.status == Status::Failed && CheckKind::of(&alone) == kind {
+            return CheckFailure {
+                kind,
+                report: alone.failure_report(),
+                case: Box::new(step.clone()),
+                data_seed: None,
+            };
+        }
+    }
+    CheckFailure {
+        kind,
+        report: failed.failure_report(),
+        case: Box::new(group.clone()),
+        data_seed: None,
+    }
+}
+
 const INVARIANT_MAX_ELEMENTS: u128 = 1 << 20;
 
 /// The invariants of a valid case that passed, on the device it ran on.

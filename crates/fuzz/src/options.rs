@@ -53,6 +53,9 @@ pub struct CampaignOptions {
     /// Data sets per valid descriptor, all on one compile (at least 1: its own inputs). A
     /// backend that compiles slowly is checked on more data per compile.
     pub data_sets: usize,
+    /// One case in 16 a sibling group around the generated case (`strategies::siblings`);
+    /// off, every case is a plain one.
+    pub siblings: bool,
     /// `--feature-level`: the one level asked for (for the replay command); the levels a
     /// campaign runs at are its devices'.
     pub pinned_level: Option<FeatureLevel>,
@@ -101,6 +104,7 @@ impl CampaignOptions {
             mix: Mix::Both,
             shard: Shard::WHOLE,
             data_sets: 1,
+            siblings: true,
             pinned_level: None,
             max_findings: DEFAULT_MAX_FINDINGS,
             stop_after_findings: None,

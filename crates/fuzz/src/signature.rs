@@ -70,7 +70,11 @@ impl CheckKind {
     /// The kind of a failed runner result, from its check line (the most severe problem
     /// wins when several are listed).
     pub fn of(result: &CaseResult) -> CheckKind {
-        let check = result.reason.as_str();
+        // A sibling group's reason is its failing step's, after `step N of M (`NAME`): `.
+        let check = match result.reason.split_once("): ") {
+            Some((step, check)) if step.starts_with("step ") => check,
+            _ => result.reason.as_str(),
+        };
         if check.starts_with("corpus:") {
             CheckKind::Corpus
         } else if check == "accepted an invalid descriptor" {
@@ -248,6 +252,10 @@ pub fn level_row(kind: OperatorKind, level: FeatureLevel) -> String {
 /// by the operator, the element size class and the features.
 pub fn signature(kind: CheckKind, case: &Case) -> String {
     let op = case.op.kind().name();
+    if let Some(field) = crate::strategies::siblings::field_kind(case) {
+        // A sibling group's bucket: the field its siblings differ in, the check, the operator.
+        return format!("siblings.{field}.{}.{op}", kind.name());
+    }
     if kind == CheckKind::Acceptance {
         let rule = expected_rule(case).unwrap_or("unknown_rule");
         if spec::depends_on_feature_level(rule) {

@@ -69,6 +69,8 @@ fn joins(
     options.op = Some(OperatorKind::Join);
     options.mix = Mix::ValidOnly;
     options.data_sets = data_sets;
+    // Data sets are for one descriptor: a sibling group runs its own data on each step.
+    options.siblings = false;
     // Shrinking (only where cases are saved) runs the shrunk descriptors on the data set
     // that failed.
     options.shrink_time = Duration::from_secs(if out.is_some() { 20 } else { 0 });

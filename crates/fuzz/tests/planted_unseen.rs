@@ -5,8 +5,8 @@
 //! and by a 3,000-case campaign (seed 1, one job) as `dmlcts fuzz` runs it.
 //!
 //! What one of the two does not catch yet is ignored with the reason (every bug is caught by
-//! one of them but the cache key without the tensor count, which waits for sibling sequences,
-//! issue 39 item 1). `cargo test -p dmlcts-fuzz --release --test
+//! one of them; every cache-key bug by both, through the sibling groups of the corpus and of
+//! campaigns, issue 39 item 1). `cargo test -p dmlcts-fuzz --release --test
 //! planted_unseen -- --include-ignored` measures them all.
 
 #[path = "planted_unseen/backend.rs"]
@@ -289,7 +289,6 @@ caught_by_the_corpus! {
     the_corpus_catches_a_cache_key_without_the_level: Bug::CacheKeyWithoutLevel;
     the_corpus_catches_a_cache_key_by_element_size: Bug::CacheKeyByElementSize;
     the_corpus_catches_a_cache_key_without_the_axis: Bug::CacheKeyWithoutAxis;
-    #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_a_cache_key_without_the_tensor_count: Bug::CacheKeyWithoutTensorCount;
     the_corpus_catches_a_cache_key_without_window_sizes: Bug::CacheKeyWithoutWindowSizes;
     the_corpus_catches_a_cache_key_without_window_strides: Bug::CacheKeyWithoutWindowStrides;
@@ -323,28 +322,19 @@ caught_by_the_corpus! {
 caught_by_a_campaign! {
     a_3000_case_campaign_catches_a_cache_key_without_input_strides:
         Bug::CacheKeyWithoutInputStrides;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_window_offsets:
         Bug::CacheKeyWithoutWindowOffsets;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_the_level: Bug::CacheKeyWithoutLevel;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_by_element_size: Bug::CacheKeyByElementSize;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_the_axis: Bug::CacheKeyWithoutAxis;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_the_tensor_count:
         Bug::CacheKeyWithoutTensorCount;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_window_sizes:
         Bug::CacheKeyWithoutWindowSizes;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_window_strides:
         Bug::CacheKeyWithoutWindowStrides;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_output_strides:
         Bug::CacheKeyWithoutOutputStrides;
-    #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]
     a_3000_case_campaign_catches_a_cache_key_without_the_total_size:
         Bug::CacheKeyWithoutTotalSize;
     #[ignore = "issue 39: not caught by a 3,000-case campaign yet"]

@@ -35,9 +35,11 @@ use crate::corpus::{Case, LoadError};
 use crate::expectations::{Expectations, UNEXPECTED_PASS};
 use crate::report::coverage::{Coverage, Reach};
 use crate::report::{RunInfo, Summary};
+use crate::run::group::run_group;
 use crate::run::{
     CaseResult, DeviceFactory, Devices, ReplayRecipe, ResultIds, RunOptions, SkipCheck, Status,
-    case_id, level_skip_reason, load_error_results, run_case_with_data_sets, skip_reason,
+    case_id, level_skip_reason, load_error_results, replay_command, run_case,
+    run_case_with_data_sets, skip_reason,
 };
 use dmlcts_tensor::{Backend, FeatureLevel, ValidationProfile};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -303,9 +305,14 @@ impl<'a> Session<'a> {
 
     /// The step on the case's own inputs and then on each data set in turn, all on one
     /// compile (a campaign's data sets).
+    /// A sibling group is one step: its steps back to back, each on the device at its own
+    /// level, one result (data sets do not apply to it).
     pub fn step_with_data_sets(&self, case: &Case, data_sets: &[Vec<TensorData>]) -> Step {
+        if case.is_group() {
+            return self.step_group(case);
+        }
         let (device, options) = self.device_for(case);
-        let mut results = run_case_with_data_sets(device.as_ref(), case, data_sets, &options);
+        let results = run_case_with_data_sets(device.as_ref(), case, data_sets, &options);
         let judged = results[0].status;
         // A case judged passed or informational got past the runner's skips, the level's
         // among them: only a failure or a skip needs the level looked at again (the runner's
@@ -321,6 +328,52 @@ impl<'a> Session<'a> {
         } else {
             Counted::Ran
         };
+        self.tally_step(case, &[(case, None)], results, counted, judged)
+    }
+
+    /// A sibling group's step: it counts as run when every step ran, as outside the run's
+    /// levels when one is, else as skipped by the backend when one was.
+    fn step_group(&self, case: &Case) -> Step {
+        let mut counted = Counted::Ran;
+        let mut levels = Vec::with_capacity(case.steps.len());
+        let result = run_group(
+            case,
+            &mut |step| {
+                let (device, options) = self.device_for(step);
+                let result = run_case(device.as_ref(), step, &options);
+                levels.push(result.run_level);
+                if device.unavailable_reason().is_some()
+                    || level_skip_reason(device.as_ref(), step, &options).is_some()
+                {
+                    counted = Counted::NotCounted;
+                } else if result.status == Status::Skipped && counted == Counted::Ran {
+                    counted = Counted::SkippedByBackend(result.reason.clone());
+                }
+                result
+            },
+            &|| {
+                let (device, options) = self.device_for(case);
+                replay_command(device.as_ref(), case, &options)
+            },
+        );
+        let judged = result.status;
+        let covered: Vec<(&Case, Option<FeatureLevel>)> = (case.steps.iter())
+            .zip(levels.into_iter().chain(std::iter::repeat(None)))
+            .collect();
+        self.tally_step(case, &covered, vec![result], counted, judged)
+    }
+
+    /// The run's bookkeeping for one step's results: the skipped-everything check, unique
+    /// ids, the expectations file, the coverage of what `covered` (the case, or a group's
+    /// steps) checks.
+    fn tally_step(
+        &self,
+        case: &Case,
+        covered: &[(&Case, Option<FeatureLevel>)],
+        mut results: Vec<CaseResult>,
+        counted: Counted,
+        judged: Status,
+    ) -> Step {
         let mut tally = lock(&self.tally);
         match &counted {
             Counted::Ran => tally.skips.ran(),
@@ -350,7 +403,11 @@ impl<'a> Session<'a> {
             .into_iter()
             .find(|worst| results.iter().any(|r| r.status == *worst))
             .unwrap_or(own.status);
-        tally.coverage.record(case, worst, reach, own.run_level);
+        for (covered, level) in covered {
+            tally
+                .coverage
+                .record(covered, worst, reach, level.or(own.run_level));
+        }
         Step {
             results,
             counted,

@@ -1,9 +1,26 @@
 //! The corpus is consistent with the specs and the oracle.
 
-use dmlcts_harness::{Case, Corpus, Expectation, RunOptions, Status, cases_to_yaml, run_case};
+use dmlcts_harness::{
+    Case, Corpus, Expectation, RunOptions, Session, SessionOptions, Status, cases_to_yaml, run_case,
+};
 use dmlcts_oracle::{OracleBackend, broken_rules, spec};
-use dmlcts_tensor::FeatureLevel;
+use dmlcts_tensor::{Backend, FeatureLevel};
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The embedded corpus with each sibling group replaced by its steps: every step is a case
+/// held to everything a case is held to.
+fn cases_and_steps() -> Vec<Case> {
+    (Corpus::embedded().cases.into_iter())
+        .flat_map(|case| {
+            if case.is_group() {
+                case.steps
+            } else {
+                vec![case]
+            }
+        })
+        .collect()
+}
 
 fn repository() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -83,8 +100,7 @@ fn every_spec_rule_has_a_must_reject_case() {
 
 #[test]
 fn every_case_passes_on_the_oracle_at_its_own_level() {
-    let corpus = Corpus::embedded();
-    for case in &corpus.cases {
+    for case in &cases_and_steps() {
         let backend = OracleBackend::new(case.feature_level);
         let options = RunOptions {
             strict_level: true,
@@ -92,6 +108,52 @@ fn every_case_passes_on_the_oracle_at_its_own_level() {
         };
         let result = run_case(&backend, case, &options);
         assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
+    }
+}
+
+#[test]
+fn every_sibling_group_passes_on_the_oracle_each_step_at_its_own_level() {
+    let groups: Vec<Case> = (Corpus::embedded().cases.into_iter())
+        .filter(Case::is_group)
+        .collect();
+    assert_eq!(groups.len(), 40, "the generated sibling groups");
+    let at_level = Box::new(|level| Arc::new(OracleBackend::new(level)) as Arc<dyn Backend>);
+    let options = SessionOptions {
+        strict_level: true,
+        ..SessionOptions::default()
+    };
+    let first = Arc::new(OracleBackend::new(FeatureLevel::LATEST));
+    let session = Session::new(first, Some(at_level), options);
+    for group in &groups {
+        let result = session.step(group);
+        assert_eq!(result.status, Status::Passed, "{}", result.failure_report());
+        assert_eq!(result.id, format!("{}:{}", group.file, group.line));
+    }
+}
+
+/// Each sibling group's steps differ in exactly one field, the first and the last are the
+/// same descriptor at the same level, and the two siblings' verdicts or outputs differ.
+#[test]
+fn each_sibling_group_is_a_b_a_of_descriptors_that_differ_in_one_field() {
+    for group in Corpus::embedded().cases.iter().filter(|c| c.is_group()) {
+        let [a, b, again] = &group.steps[..] else {
+            panic!("{}: {} steps", group.name, group.steps.len());
+        };
+        assert_eq!((&a.op, a.feature_level), (&again.op, again.feature_level));
+        assert_ne!(
+            a.inputs, again.inputs,
+            "{}: the repeat has new data",
+            group.name
+        );
+        assert_eq!(a.op.kind(), b.op.kind(), "{}", group.name);
+        assert!(
+            (a.feature_level != b.feature_level) != (a.op != b.op),
+            "{}: either the level or the descriptor differs, not both",
+            group.name
+        );
+        if a.expect == b.expect {
+            assert_eq!(a.expect, Expectation::Accept, "{}", group.name);
+        }
     }
 }
 
@@ -115,7 +177,7 @@ fn levels_it_runs_at(case: &Case) -> Vec<FeatureLevel> {
 #[test]
 fn every_reject_case_breaks_exactly_its_rule_at_every_level_it_runs_at() {
     let mut masked = Vec::new();
-    for case in Corpus::embedded().cases {
+    for case in cases_and_steps() {
         let Expectation::Reject { rule } = &case.expect else {
             continue;
         };
@@ -142,7 +204,7 @@ fn every_reject_case_breaks_exactly_its_rule_at_every_level_it_runs_at() {
 #[test]
 fn a_reject_case_runs_exactly_where_it_breaks_its_rule_alone_and_is_skipped_elsewhere() {
     let mut skipped_as_not_alone = Vec::new();
-    for case in Corpus::embedded().cases {
+    for case in cases_and_steps() {
         let Expectation::Reject { rule } = &case.expect else {
             continue;
         };

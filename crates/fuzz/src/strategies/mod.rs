@@ -8,6 +8,7 @@ pub mod descs;
 pub mod edit;
 pub mod layout;
 pub mod near_miss;
+pub mod siblings;
 pub mod sizes;
 pub mod tables;
 
@@ -154,6 +155,7 @@ fn case_with(
         inputs,
         expected,
         expect,
+        steps: Vec::new(),
     }
 }
 

@@ -26,6 +26,12 @@ pub struct Case {
     /// The case's own expected values per output (logical order, raw bits), when given.
     pub expected: Vec<Option<Vec<u64>>>,
     pub expect: Expectation,
+    /// A sibling group's steps, in order (empty for a plain case): descriptors that differ
+    /// in one field, run back to back on one backend session as one unit (one result, one
+    /// id, one replay). Each step is a whole case named `GROUP/STEP`; the group's own
+    /// descriptor, inputs, level and expectation are its first step's, so whatever looks at
+    /// a case (filters, level choice, skips known in advance) sees one.
+    pub steps: Vec<Case>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +54,11 @@ impl Case {
             Expectation::Reject { rule } => spec::depends_on_feature_level(rule),
             Expectation::Accept => false,
         }
+    }
+
+    /// Whether this is a sibling group (its steps run as one unit).
+    pub fn is_group(&self) -> bool {
+        !self.steps.is_empty()
     }
 
     /// Every data type the case's tensors use.

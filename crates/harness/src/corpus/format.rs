@@ -48,6 +48,9 @@ pub(crate) struct RawCase {
     pub slice1: Option<RawSlice1>,
     #[serde(default)]
     pub reject: Option<String>,
+    /// A sibling group: its steps, each a case of its own (cases/README.md, "Sibling groups").
+    #[serde(default)]
+    pub steps: Option<Vec<RawCase>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -176,9 +179,19 @@ pub(crate) const MAX_NAME_BYTES: usize = 4096;
 pub(crate) const MAX_DESCRIPTION_BYTES: usize = 64 << 10;
 /// The most tags a case may have.
 pub(crate) const MAX_TAGS: usize = 64;
+/// The fewest and the most steps a sibling group may have: a group compares its steps, and
+/// runs them in one test, so a long one would hold a test thread for its whole length.
+pub(crate) const MIN_GROUP_STEPS: usize = 2;
+pub(crate) const MAX_GROUP_STEPS: usize = 16;
 
 impl RawCase {
     pub(super) fn to_case(&self, file: &str, line: usize) -> Result<Case, CaseError> {
+        self.to_case_in(file, line, None)
+    }
+
+    /// The case, or a group's step when `group` names its group (the step's name is then
+    /// `GROUP/STEP`, its seeded inputs seeded from that whole name).
+    fn to_case_in(&self, file: &str, line: usize, group: Option<&str>) -> Result<Case, CaseError> {
         let error = |text: String| CaseError {
             case: self.name.clone(),
             text,
@@ -236,7 +249,14 @@ impl RawCase {
                 quoted(&self.name)
             )));
         }
-        let seed = seed_from_name(&self.name);
+        if let Some(steps) = &self.steps {
+            return self.group_to_case(steps, file, line, group);
+        }
+        let name = match group {
+            Some(group) => format!("{group}/{}", self.name),
+            None => self.name.clone(),
+        };
+        let seed = seed_from_name(&name);
         let mut converted = Converted {
             inputs: Vec::new(),
             expected: Vec::new(),
@@ -348,7 +368,7 @@ impl RawCase {
             })?,
         };
         Ok(Case {
-            name: self.name.clone(),
+            name,
             file: file.to_string(),
             line,
             description: self.description.clone(),
@@ -358,7 +378,64 @@ impl RawCase {
             inputs: converted.inputs,
             expected: converted.expected,
             expect,
+            steps: Vec::new(),
         })
+    }
+
+    /// A sibling group: 2 to 16 steps, each a case (no group inside a group), names unique
+    /// within it; the group itself has a name, a description and tags, nothing else.
+    fn group_to_case(
+        &self,
+        steps: &[RawCase],
+        file: &str,
+        line: usize,
+        group: Option<&str>,
+    ) -> Result<Case, CaseError> {
+        let error = |text: String| CaseError {
+            case: self.name.clone(),
+            text,
+        };
+        if group.is_some() {
+            return Err(error("steps: a step cannot be a group itself".to_string()));
+        }
+        for (field, given) in [
+            ("split", self.split.is_some()),
+            ("join", self.join.is_some()),
+            ("slice1", self.slice1.is_some()),
+            ("reject", self.reject.is_some()),
+            ("feature_level", self.feature_level.is_some()),
+        ] {
+            if given {
+                return Err(error(format!(
+                    "{field}: a group (`steps`) has no `{field}` of its own; each step has its own"
+                )));
+            }
+        }
+        if !(MIN_GROUP_STEPS..=MAX_GROUP_STEPS).contains(&steps.len()) {
+            return Err(error(format!(
+                "steps: {} step(s); a group has {MIN_GROUP_STEPS} to {MAX_GROUP_STEPS}",
+                steps.len()
+            )));
+        }
+        let mut cases: Vec<Case> = Vec::with_capacity(steps.len());
+        for (i, raw) in steps.iter().enumerate() {
+            let step = raw
+                .to_case_in(file, line, Some(&self.name))
+                .map_err(|e| error(format!("steps[{i}]: {}", e.text)))?;
+            if let Some(j) = cases.iter().position(|c| c.name == step.name) {
+                return Err(error(format!(
+                    "steps[{i}].name: `{}` names steps[{j}] too; a group's steps have distinct names",
+                    quoted(&raw.name)
+                )));
+            }
+            cases.push(step);
+        }
+        let mut case = cases[0].clone();
+        case.name = self.name.clone();
+        case.description = self.description.clone();
+        case.tags = self.tags.clone();
+        case.steps = cases;
+        Ok(case)
     }
 }
 

@@ -29,6 +29,25 @@ fn write_case(out: &mut String, case: &Case) {
         let tags: Vec<String> = case.tags.iter().map(|t| scalar(t)).collect();
         let _ = writeln!(out, "    tags: [{}]", tags.join(", "));
     }
+    if case.is_group() {
+        // Each step as a case of its own, four columns in, named without the group's prefix.
+        let _ = writeln!(out, "    steps:");
+        let prefix = format!("{}/", case.name);
+        for step in &case.steps {
+            let mut own = step.clone();
+            own.name = step
+                .name
+                .strip_prefix(&prefix)
+                .unwrap_or(&step.name)
+                .to_string();
+            let mut text = String::new();
+            write_case(&mut text, &own);
+            for line in text.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        return;
+    }
     let _ = writeln!(out, "    feature_level: \"{}\"", case.feature_level);
     if let Expectation::Reject { rule } = &case.expect {
         let _ = writeln!(out, "    reject: {}", scalar(rule));

@@ -6,6 +6,7 @@
 
 pub mod compare;
 mod devices;
+pub(crate) mod group;
 mod libtest;
 mod load_error;
 pub mod profile;

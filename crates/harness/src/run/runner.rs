@@ -263,6 +263,17 @@ pub fn run_case_with_data_sets(
     data_sets: &[Vec<TensorData>],
     options: &RunOptions,
 ) -> Vec<CaseResult> {
+    if case.is_group() {
+        // A group on this one backend (its steps at their own levels only where the backend
+        // is at them; the session gives each step the device at its level). Data sets are
+        // for one descriptor: a group has its own data on each step.
+        let result = crate::run::group::run_group(
+            case,
+            &mut |step| run_case(backend, step, options),
+            &|| replay_command(backend, case, options),
+        );
+        return vec![result];
+    }
     let started = Instant::now();
     let mut notes = Vec::new();
     let compiled = match corpus_skips_and_compile(backend, case, options, &mut notes) {
