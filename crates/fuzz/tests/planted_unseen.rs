@@ -313,7 +313,6 @@ caught_by_the_corpus! {
     the_corpus_catches_a_zero_total_size_read_as_not_given: Bug::ZeroTotalSizeAsNotGiven;
     the_corpus_catches_empty_window_arrays_read_as_the_whole_input:
         Bug::WindowArraysEmptyAsWhole;
-    #[ignore = "issue 39: not caught by the corpus yet"]
     the_corpus_catches_joins_output_data_type_unchecked: Bug::JoinOutputDataTypeUnchecked;
     the_corpus_catches_a_level_between_rows_read_as_the_top: Bug::LevelBetweenRowsAsTop;
     the_corpus_catches_outputs_in_string_order: Bug::OutputsInStringOrder;
