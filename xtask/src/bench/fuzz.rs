@@ -100,21 +100,11 @@ impl Backend for Planted {
     }
 }
 
-/// The processor time this process has used, in seconds (user and system, every thread), from
-/// /proc/self/stat; None where there is no such file.
-pub(super) fn processor_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command name, which is in parentheses and may hold spaces.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(ticks as f64 / 100.0)
-}
-
 /// A campaign, and the processor time it took.
 fn timed_campaign(bug: Option<Bug>, seed: u64) -> (CampaignOutcome, Option<f64>) {
-    let before = processor_seconds();
+    let before = super::profile::processor_seconds();
     let outcome = campaign(bug, seed);
-    let used = processor_seconds()
+    let used = super::profile::processor_seconds()
         .zip(before)
         .map(|(after, before)| after - before);
     (outcome, used)

@@ -27,9 +27,9 @@ fn profiled_campaign() -> (CampaignProfile, f64, Option<f64>) {
     let mut options = CampaignOptions::new("cpu", PROFILE_SEED);
     options.cases = Some(PROFILE_CASES);
     options.profile = true;
-    let before = super::fuzz::processor_seconds();
+    let before = processor_seconds();
     let outcome = run_campaign_at_levels(&[job], &options, |_| {});
-    let used = super::fuzz::processor_seconds()
+    let used = processor_seconds()
         .zip(before)
         .map(|(after, before)| after - before);
     let profile = outcome.profile.clone().unwrap_or_default();
@@ -113,4 +113,14 @@ pub(super) fn bench_profile(runs: usize) -> serde_json::Value {
         "cases_per_second": range_json(rates),
         "processor_micros_per_case": processor_micros.map(range_json),
     })
+}
+
+/// The processor time this process has used, in seconds (user and system, every thread), from
+/// /proc/self/stat; None where there is no such file.
+pub(super) fn processor_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
