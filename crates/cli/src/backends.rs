@@ -36,8 +36,9 @@ pub struct BackendRequest {
     pub directml_dll: Option<PathBuf>,
 }
 
-/// Makes a backend from a request (`resolve` with a host, or a test's own).
-pub type Resolver<'a> = &'a dyn Fn(&BackendRequest) -> Result<Resolved, String>;
+/// Makes a backend from a request (`resolve` with a host, or a test's own). Sync: the matrix
+/// makes its columns' backends on several threads at once (`--jobs`).
+pub type Resolver<'a> = &'a (dyn Fn(&BackendRequest) -> Result<Resolved, String> + Sync);
 
 /// A resolved backend: as asked (at `--feature-level`, or its default level), and, for one
 /// that can act at several levels, a device at any level.

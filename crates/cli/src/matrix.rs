@@ -18,7 +18,10 @@ use dmlcts_harness::{
     Case, CaseResult, Corpus, LoadError, ReplayRecipe, Status, load_error_results, shell_word,
 };
 use dmlcts_tensor::FeatureLevel;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug, Args)]
@@ -70,6 +73,13 @@ pub struct MatrixArgs {
     /// --require-coverage: ids, `PREFIX*`, `all`)
     #[arg(long, value_name = "RULES|all", value_delimiter = ',')]
     pub require_coverage: Vec<String>,
+    /// Columns run at once. The columns of one backend (the name before `@`: each DirectML
+    /// version, each driver of a code generator) share a lane and run one after another: they
+    /// share its resources (a Wine prefix; a module cache the later ones reuse). With more
+    /// than one, a column's times include the others' load
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
     /// Where matrix.json and matrix.html go
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
@@ -303,11 +313,11 @@ pub fn matrix_with(
         expectations_dir,
     };
     let mut status = 0;
-    for want in wanted {
-        if columns.add(&mut matrix, want) {
+    columns.run_all(wanted, usize::from(args.jobs), |i, outcome| {
+        if record(&mut matrix, &wanted[i], outcome) {
             status = 1;
         }
-    }
+    });
     if matrix.failed() {
         status = 1;
     }
@@ -389,10 +399,53 @@ impl Columns<'_> {
         }
     }
 
-    /// Adds `want`'s column: its backend's results, or why it is not available. Returns
-    /// whether that fails the matrix (an expectations file that does not load; a named
-    /// backend, or with `--require-all` any, that cannot run).
-    fn add(&self, matrix: &mut Matrix, want: &Wanted) -> bool {
+    /// Runs the columns, `jobs` lanes at a time, and hands each column's outcome to `record`
+    /// in `wanted`'s order as soon as it and every column before it are done. With one job
+    /// the columns run in `wanted`'s order; with more, the columns of one backend share a
+    /// lane (`lanes`).
+    fn run_all(
+        &self,
+        wanted: &[Wanted],
+        jobs: usize,
+        mut record: impl FnMut(usize, ColumnOutcome),
+    ) {
+        let lanes: Vec<Vec<usize>> = if jobs <= 1 {
+            (0..wanted.len()).map(|i| vec![i]).collect()
+        } else {
+            lanes(wanted)
+        };
+        let next_lane = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let (sender, receiver) = mpsc::channel();
+            for _ in 0..jobs.clamp(1, lanes.len().max(1)) {
+                let (sender, next_lane, lanes) = (sender.clone(), &next_lane, &lanes);
+                scope.spawn(move || {
+                    while let Some(lane) = lanes.get(next_lane.fetch_add(1, Ordering::Relaxed)) {
+                        for &i in lane {
+                            if sender.send((i, self.outcome(&wanted[i]))).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            drop(sender);
+            let mut done: BTreeMap<usize, ColumnOutcome> = BTreeMap::new();
+            let mut recorded = 0;
+            for (i, outcome) in receiver {
+                done.insert(i, outcome);
+                while let Some(outcome) = done.remove(&recorded) {
+                    record(recorded, outcome);
+                    recorded += 1;
+                }
+            }
+        });
+    }
+
+    /// `want`'s column: its backend's results, or why it is not available and whether that
+    /// fails the matrix (an expectations file that does not load; a named backend, or with
+    /// `--require-all` any, that cannot run).
+    fn outcome(&self, want: &Wanted) -> ColumnOutcome {
         let args = self.args;
         let mut column = MatrixColumn {
             backend: want.name.clone(),
@@ -400,27 +453,13 @@ impl Columns<'_> {
             profile: "strict".to_string(),
             ..MatrixColumn::default()
         };
-        let unavailable = |matrix: &mut Matrix, column: MatrixColumn, reason: String| {
-            crate::say!(
-                "{}: not available: {}",
-                Line(&column.backend),
-                Block(&reason)
-            );
-            matrix.add_unavailable(column, &reason);
-        };
         if let Some(reason) = &want.unavailable {
-            unavailable(matrix, column, reason.clone());
-            return want.named || args.require_all;
+            let fails = want.named || args.require_all;
+            return ColumnOutcome::Unavailable(column, reason.clone(), fails);
         }
         match self.start(want, &mut column) {
-            Ok(ready) => {
-                self.run(matrix, want, column, ready);
-                false
-            }
-            Err((reason, fails)) => {
-                unavailable(matrix, column, reason);
-                fails
-            }
+            Ok(ready) => self.run(want, column, ready),
+            Err((reason, fails)) => ColumnOutcome::Unavailable(column, reason, fails),
         }
     }
 
@@ -471,7 +510,7 @@ impl Columns<'_> {
 
     /// Runs the cases on the column's backend (its expectations file applied as each case
     /// finishes) with the column's reporter, which adds it to the matrix.
-    fn run(&self, matrix: &mut Matrix, want: &Wanted, column: MatrixColumn, ready: Ready) {
+    fn run(&self, want: &Wanted, column: MatrixColumn, ready: Ready) -> ColumnOutcome {
         let program = self.program;
         let Ready {
             resolved,
@@ -489,22 +528,88 @@ impl Columns<'_> {
         });
         session.info_mut().startup = resolve_time;
         let mut reporter = ColumnReporter {
-            matrix,
             column: Some(column),
+            finished: None,
             name: &want.name,
             expectations_file: expectations_file.as_deref(),
         };
         session.run(&self.cases, &self.load_errors, &mut reporter);
+        match (reporter.finished, reporter.column) {
+            (Some((column, results)), _) => ColumnOutcome::Ran(column, results),
+            (None, column) => ColumnOutcome::Unavailable(
+                column.unwrap_or_default(),
+                "its run ended without a report".to_string(),
+                true,
+            ),
+        }
+    }
+}
+
+/// What one column's run came to, before it joins the matrix.
+enum ColumnOutcome {
+    /// It ran: the column filled in, and its results.
+    Ran(MatrixColumn, Vec<CaseResult>),
+    /// It could not run: why, and whether that fails the matrix.
+    Unavailable(MatrixColumn, String, bool),
+}
+
+/// The lanes of `wanted`'s columns, in the order of each lane's first column: the columns of
+/// one backend (the name before `@`) share one, in their order.
+fn lanes(wanted: &[Wanted]) -> Vec<Vec<usize>> {
+    let mut lanes: Vec<Vec<usize>> = Vec::new();
+    let mut lane_of: HashMap<&str, usize> = HashMap::new();
+    for (i, want) in wanted.iter().enumerate() {
+        let lane = *lane_of.entry(base_name(&want.name)).or_insert_with(|| {
+            lanes.push(Vec::new());
+            lanes.len() - 1
+        });
+        lanes[lane].push(i);
+    }
+    lanes
+}
+
+/// Adds a column's outcome to the matrix, saying its first failures and totals, or why it
+/// could not run. Returns whether that fails the matrix.
+fn record(matrix: &mut Matrix, want: &Wanted, outcome: ColumnOutcome) -> bool {
+    match outcome {
+        ColumnOutcome::Ran(column, results) => {
+            print_failures(&want.name, &results, &column.problems);
+            let (startup, cases_time) = (column.startup, column.cases_time);
+            let coverage = column.coverage.as_ref().map(|c| c.line());
+            matrix.add_column(column, &results);
+            let totals = matrix.totals(matrix.columns.len() - 1);
+            crate::say!(
+                "{}: {} (start-up {:.2} s, cases {:.2} s)",
+                Line(&want.name),
+                totals.line(),
+                startup.as_secs_f64(),
+                cases_time.as_secs_f64()
+            );
+            if let Some(coverage) = coverage {
+                crate::say!("{}: {}", Line(&want.name), Line(&coverage));
+            }
+            false
+        }
+        ColumnOutcome::Unavailable(column, reason, fails) => {
+            crate::say!(
+                "{}: not available: {}",
+                Line(&column.backend),
+                Block(&reason)
+            );
+            matrix.add_unavailable(column, &reason);
+            fails
+        }
     }
 }
 
 /// A matrix column as a reporter: says which backend runs, on what device, as its run starts;
 /// when it finishes, fills in the column (its level, profile, times, stale expectations, the
-/// run's own failure), prints its first failures and its totals, and adds it to the matrix.
+/// run's own failure) and keeps it with the results, for `record` to add to the matrix.
 struct ColumnReporter<'m> {
-    matrix: &'m mut Matrix,
-    /// Taken when the column is added.
+    /// Taken when the run finishes.
     column: Option<MatrixColumn>,
+    /// The column filled in, and the run's results.
+    finished: Option<(MatrixColumn, Vec<CaseResult>)>,
     name: &'m str,
     expectations_file: Option<&'m Path>,
 }
@@ -536,19 +641,7 @@ impl Reporter for ColumnReporter<'_> {
                 column.startup = info.startup;
                 column.cases_time = info.cases_time;
                 column.coverage = info.coverage.clone();
-                print_failures(self.name, &report.results, &column.problems);
-                self.matrix.add_column(column, &report.results);
-                let totals = self.matrix.totals(self.matrix.columns.len() - 1);
-                crate::say!(
-                    "{}: {} (start-up {:.2} s, cases {:.2} s)",
-                    Line(self.name),
-                    totals.line(),
-                    info.startup.as_secs_f64(),
-                    info.cases_time.as_secs_f64()
-                );
-                if let Some(coverage) = &info.coverage {
-                    crate::say!("{}: {}", Line(self.name), Line(&coverage.line()));
-                }
+                self.finished = Some((column, report.results.clone()));
             }
             Event::LoadError(_) | Event::CaseFinished { .. } => {}
         }
@@ -721,6 +814,181 @@ mod tests {
             ),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn wants(names: &[&str]) -> Vec<Wanted> {
+        (names.iter())
+            .map(|name| Wanted {
+                name: name.to_string(),
+                named: true,
+                unavailable: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn columns_of_one_backend_share_a_lane_in_their_order() {
+        let wanted = wants(&[
+            "cpu",
+            "wgpu",
+            "directml@1.9.0",
+            "directml@1.15.4",
+            "iree-vulkan",
+            "iree-cpu",
+            "iree-vulkan@lavapipe25",
+            "wgpu@swiftshader",
+        ]);
+        assert_eq!(
+            lanes(&wanted),
+            [vec![0], vec![1, 7], vec![2, 3], vec![4, 6], vec![5]]
+        );
+    }
+
+    /// Which columns' backends exist at once: each is made when its column starts and dropped
+    /// when its run ends.
+    #[derive(Default)]
+    struct Alive {
+        names: std::sync::Mutex<Vec<String>>,
+        /// Every column started so far.
+        started: std::sync::Mutex<Vec<String>>,
+        changed: std::sync::Condvar,
+        /// The most columns of one backend (the name before `@`) alive at once, and the most
+        /// columns alive at once.
+        most_of_one_backend: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    impl Alive {
+        fn born(&self, name: &str) {
+            self.started.lock().unwrap().push(name.to_string());
+            let mut names = self.names.lock().unwrap();
+            names.push(name.to_string());
+            let same = (names.iter())
+                .filter(|n| base_name(n) == base_name(name))
+                .count();
+            self.most_of_one_backend.fetch_max(same, Ordering::SeqCst);
+            self.most.fetch_max(names.len(), Ordering::SeqCst);
+            self.changed.notify_all();
+        }
+
+        fn died(&self, name: &str) {
+            let mut names = self.names.lock().unwrap();
+            names.retain(|n| n != name);
+        }
+
+        /// Waits (at most 10 s) until `other`'s column has started.
+        fn wait_for(&self, other: &str) {
+            let names = self.names.lock().unwrap();
+            let _ = self
+                .changed
+                .wait_timeout_while(names, Duration::from_secs(10), |_| {
+                    !self.started.lock().unwrap().iter().any(|n| n == other)
+                })
+                .unwrap();
+        }
+    }
+
+    /// The oracle as a column's backend, alive from its column's start to its run's end; its
+    /// first compile waits for `partner`'s column to start.
+    struct Meeting<'a> {
+        name: String,
+        partner: Option<&'static str>,
+        alive: &'a Alive,
+        oracle: std::sync::Arc<dyn dmlcts_tensor::Backend>,
+    }
+
+    impl Drop for Meeting<'_> {
+        fn drop(&mut self) {
+            self.alive.died(&self.name);
+        }
+    }
+
+    impl dmlcts_tensor::Backend for Meeting<'_> {
+        fn name(&self) -> String {
+            self.name.clone()
+        }
+        fn feature_level(&self) -> FeatureLevel {
+            self.oracle.feature_level()
+        }
+        fn compile(
+            &self,
+            op: &dmlcts_tensor::OperatorDesc,
+        ) -> Result<Box<dyn dmlcts_tensor::CompiledOperator + '_>, dmlcts_tensor::CompileError>
+        {
+            if let Some(partner) = self.partner {
+                self.alive.wait_for(partner);
+            }
+            self.oracle.compile(op)
+        }
+    }
+
+    /// Runs the doc cases on columns `a@1`, `a@2` and `b` with `--jobs JOBS`; where they
+    /// `meet`, `a@1` waits for `b` to start and `b` for `a@1`, so both lanes must run at once.
+    /// Returns the matrix and the most columns of one backend, and in all, alive at once.
+    fn meeting_matrix(jobs: &str, meet: bool) -> (Matrix, usize, usize) {
+        use clap::Parser;
+        let args = Words::parse_from(["matrix", "--filter", "doc.", "--jobs", jobs]).args;
+        let host = host(Vec::new);
+        let alive: &'static Alive = Box::leak(Box::default());
+        let resolver = |request: &BackendRequest| {
+            let oracle = resolve(
+                &host,
+                &BackendRequest {
+                    name: "oracle".to_string(),
+                    ..request.clone()
+                },
+            )?;
+            let partner = match request.name.as_str() {
+                "a@1" if meet => Some("b"),
+                "b" if meet => Some("a@1"),
+                _ => None,
+            };
+            alive.born(&request.name);
+            Ok(Resolved {
+                backend: std::sync::Arc::new(Meeting {
+                    name: request.name.clone(),
+                    partner,
+                    alive,
+                    oracle: oracle.backend,
+                }),
+                at_level: None,
+                not_ready: None,
+            })
+        };
+        let wanted = wants(&["a@1", "a@2", "b"]);
+        let (matrix, verdict) = matrix_with(
+            &args,
+            "test",
+            "dmlcts",
+            &resolver,
+            &wanted,
+            Corpus::embedded(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(i32::from(crate::exit_status(&Ok(verdict))), 0);
+        let most_of_one = alive.most_of_one_backend.load(Ordering::SeqCst);
+        (matrix, most_of_one, alive.most.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn with_two_jobs_two_lanes_run_at_once_but_never_two_columns_of_one_backend() {
+        let (matrix, most_of_one, most) = meeting_matrix("2", true);
+        assert_eq!((most_of_one, most), (1, 2));
+        // The columns in the order asked, each with every doc case passed.
+        let names: Vec<&str> = (matrix.columns.iter())
+            .map(|c| c.backend.as_str())
+            .collect();
+        assert_eq!(names, ["a@1", "a@2", "b"]);
+        for column in 0..3 {
+            assert_eq!(matrix.totals(column).passed, 8);
+        }
+    }
+
+    #[test]
+    fn with_one_job_the_columns_run_one_at_a_time() {
+        let (_, most_of_one, most) = meeting_matrix("1", false);
+        assert_eq!((most_of_one, most), (1, 1));
     }
 
     #[test]
