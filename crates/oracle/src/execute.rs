@@ -228,7 +228,7 @@ impl Output {
 
 /// OutputTensor[output_coordinates] = InputTensor[input_coordinates], bit for bit.
 /// Validation guarantees both addresses lie inside their TotalTensorSizeInBytes.
-#[inline]
+#[inline(always)]
 fn copy_element(
     input_layout: &Layout,
     input: &[u8],
@@ -243,7 +243,20 @@ fn copy_element(
     if let Some(bits) = read_element(input, from, data_type)
         && write_element(&mut output.bytes, to, data_type, bits)
     {
-        output.addressed[to..to + size].fill(true);
+        mark_addressed(&mut output.addressed[to..to + size]);
+    }
+}
+
+/// Marks an element's bytes addressed: one store of a fixed length per element size (a fill
+/// of a run-time length is a call to memset, per element).
+#[inline]
+fn mark_addressed(flags: &mut [bool]) {
+    match flags.len() {
+        1 => flags[0] = true,
+        2 => flags.copy_from_slice(&[true; 2]),
+        4 => flags.copy_from_slice(&[true; 4]),
+        8 => flags.copy_from_slice(&[true; 8]),
+        _ => flags.fill(true),
     }
 }
 
