@@ -1,9 +1,7 @@
 //! `execute(desc, inputs)`: the pages' pseudocode as plain loops over coordinates.
 
 use crate::{Violation, validate};
-use dmlcts_tensor::{
-    DataType, FeatureLevel, OperatorDesc, Slice1Desc, TensorDesc, read_element, write_element,
-};
+use dmlcts_tensor::{DataType, FeatureLevel, OperatorDesc, Slice1Desc, TensorDesc};
 use std::fmt;
 
 /// One output as the oracle computed it.
@@ -68,17 +66,13 @@ pub fn execute(op: &OperatorDesc, inputs: &[&[u8]]) -> Result<Vec<OracleOutput>,
     for (name, desc) in op.outputs() {
         outputs.push(Output::allocate(&name, desc)?);
     }
-    match op {
-        OperatorDesc::Split(desc) => split(
-            &input_layouts[0],
-            desc.axis as usize,
-            inputs[0],
-            &mut outputs,
-        ),
-        OperatorDesc::Join(desc) => {
-            join(&input_layouts, desc.axis as usize, inputs, &mut outputs[0])
-        }
-        OperatorDesc::Slice1(desc) => slice1(desc, &input_layouts[0], inputs[0], &mut outputs[0]),
+    // One walk per element size, so that each element is a copy of a fixed length.
+    let element_size = (input_descs.first()).map_or(1, |(_, desc)| desc.data_type.element_size());
+    match element_size {
+        1 => run::<1>(op, &input_layouts, inputs, &mut outputs),
+        2 => run::<2>(op, &input_layouts, inputs, &mut outputs),
+        4 => run::<4>(op, &input_layouts, inputs, &mut outputs),
+        _ => run::<8>(op, &input_layouts, inputs, &mut outputs),
     }
     Ok(outputs
         .into_iter()
@@ -87,6 +81,27 @@ pub fn execute(op: &OperatorDesc, inputs: &[&[u8]]) -> Result<Vec<OracleOutput>,
             addressed: o.addressed,
         })
         .collect())
+}
+
+/// The operator's copy, for elements of `SIZE` bytes (validation makes every tensor of one
+/// data type).
+fn run<const SIZE: usize>(
+    op: &OperatorDesc,
+    input_layouts: &[Layout],
+    inputs: &[&[u8]],
+    outputs: &mut [Output],
+) {
+    match op {
+        OperatorDesc::Split(desc) => {
+            split::<SIZE>(&input_layouts[0], desc.axis as usize, inputs[0], outputs)
+        }
+        OperatorDesc::Join(desc) => {
+            join::<SIZE>(input_layouts, desc.axis as usize, inputs, &mut outputs[0])
+        }
+        OperatorDesc::Slice1(desc) => {
+            slice1::<SIZE>(desc, &input_layouts[0], inputs[0], &mut outputs[0])
+        }
+    }
 }
 
 /// The most dimensions a tensor of these operators has: every table row allows at most 8,
@@ -226,50 +241,43 @@ impl Output {
     }
 }
 
-/// OutputTensor[output_coordinates] = InputTensor[input_coordinates], bit for bit.
-/// Validation guarantees both addresses lie inside their TotalTensorSizeInBytes.
+/// OutputTensor[output_coordinates] = InputTensor[input_coordinates], bit for bit: the
+/// element's `SIZE` bytes copied. Validation guarantees both addresses lie inside their
+/// TotalTensorSizeInBytes (and `Layout::new` checked it).
 #[inline(always)]
-fn copy_element(
+fn copy_element<const SIZE: usize>(
     input_layout: &Layout,
     input: &[u8],
     input_coordinates: &Dims<u32>,
     output: &mut Output,
     output_coordinates: &Dims<u32>,
 ) {
-    let data_type = input_layout.data_type;
-    let size = data_type.element_size();
     let from = input_layout.byte_offset(input_coordinates);
     let to = output.layout.byte_offset(output_coordinates);
-    if let Some(bits) = read_element(input, from, data_type)
-        && write_element(&mut output.bytes, to, data_type, bits)
-    {
-        mark_addressed(&mut output.addressed[to..to + size]);
-    }
-}
-
-/// Marks an element's bytes addressed: one store of a fixed length per element size (a fill
-/// of a run-time length is a call to memset, per element).
-#[inline]
-fn mark_addressed(flags: &mut [bool]) {
-    match flags.len() {
-        1 => flags[0] = true,
-        2 => flags.copy_from_slice(&[true; 2]),
-        4 => flags.copy_from_slice(&[true; 4]),
-        8 => flags.copy_from_slice(&[true; 8]),
-        _ => flags.fill(true),
+    if let (Some(element), Some(destination)) = (
+        input.get(from..from + SIZE),
+        output.bytes.get_mut(to..to + SIZE),
+    ) {
+        destination.copy_from_slice(element);
+        output.addressed[to..to + SIZE].copy_from_slice(&[true; SIZE]);
     }
 }
 
 /// Split: output i holds the input's elements whose axis coordinate lies in
 /// [sum of the previous outputs' axis sizes, that + its own axis size).
-fn split(input_layout: &Layout, axis: usize, input: &[u8], outputs: &mut [Output]) {
+fn split<const SIZE: usize>(
+    input_layout: &Layout,
+    axis: usize,
+    input: &[u8],
+    outputs: &mut [Output],
+) {
     let mut axis_start: u32 = 0;
     for output in outputs.iter_mut() {
         let mut walk = Walk::new(&output.layout.sizes);
         while let Some(output_coordinates) = walk.advance() {
             let mut input_coordinates = output_coordinates;
             input_coordinates[axis] += axis_start;
-            copy_element(
+            copy_element::<SIZE>(
                 input_layout,
                 input,
                 &input_coordinates,
@@ -282,14 +290,19 @@ fn split(input_layout: &Layout, axis: usize, input: &[u8], outputs: &mut [Output
 }
 
 /// Join: input i lands at [sum of the previous inputs' axis sizes, ...) on the axis.
-fn join(input_layouts: &[Layout], axis: usize, inputs: &[&[u8]], output: &mut Output) {
+fn join<const SIZE: usize>(
+    input_layouts: &[Layout],
+    axis: usize,
+    inputs: &[&[u8]],
+    output: &mut Output,
+) {
     let mut axis_start: u32 = 0;
     for (input_layout, input) in input_layouts.iter().zip(inputs) {
         let mut walk = Walk::new(&input_layout.sizes);
         while let Some(input_coordinates) = walk.advance() {
             let mut output_coordinates = input_coordinates;
             output_coordinates[axis] += axis_start;
-            copy_element(
+            copy_element::<SIZE>(
                 input_layout,
                 input,
                 &input_coordinates,
@@ -310,7 +323,12 @@ fn join(input_layouts: &[Layout], axis: usize, inputs: &[&[u8]], output: &mut Ou
 ///         CopyStart[i] += InputWindowSizes[i] - 1
 /// OutputTensor[OutputCoordinates] = InputTensor[CopyStart + InputWindowStrides * OutputCoordinates]
 /// ```
-fn slice1(desc: &Slice1Desc, input_layout: &Layout, input: &[u8], output: &mut Output) {
+fn slice1<const SIZE: usize>(
+    desc: &Slice1Desc,
+    input_layout: &Layout,
+    input: &[u8],
+    output: &mut Output,
+) {
     let dimension_count = desc.dimension_count as usize;
     let mut copy_start: Dims<i64> = [0; MAX_DIMENSIONS];
     let mut window_strides: Dims<i64> = [0; MAX_DIMENSIONS];
@@ -332,7 +350,7 @@ fn slice1(desc: &Slice1Desc, input_layout: &Layout, input: &[u8], output: &mut O
             };
             input_coordinates[i] = coordinate;
         }
-        copy_element(
+        copy_element::<SIZE>(
             input_layout,
             input,
             &input_coordinates,
