@@ -132,10 +132,17 @@ impl Layout {
                  {MAX_DIMENSIONS}"
             )));
         }
+        let effective_strides = desc.effective_strides();
+        if effective_strides.len() != dimension_count {
+            return Err(ExecuteError::BadInputs(format!(
+                "{name}.Strides has {} entries for {dimension_count} dimensions",
+                effective_strides.len()
+            )));
+        }
         let mut sizes = [1u32; MAX_DIMENSIONS];
         let mut strides = [0u64; MAX_DIMENSIONS];
         sizes[..dimension_count].copy_from_slice(&desc.sizes);
-        strides[..dimension_count].copy_from_slice(&desc.effective_strides());
+        strides[..dimension_count].copy_from_slice(&effective_strides);
         // The last byte of the element with the largest offset, in u128 (no overflow).
         let element_size = desc.data_type.element_size() as u128;
         let largest_index: u128 = (sizes.iter().zip(&strides))
