@@ -61,6 +61,9 @@ pub struct SupportRow {
     /// "DML_FEATURE_LEVEL_<level> and above".
     pub level: String,
     pub tensors: Vec<TensorSupport>,
+    /// `level`, parsed once when the specs are (`row_level`).
+    #[serde(skip)]
+    parsed_level: Option<FeatureLevel>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,6 +74,9 @@ pub struct TensorSupport {
     /// Inclusive [min, max].
     pub dimension_counts: [u32; 2],
     pub data_types: Vec<String>,
+    /// `data_types`, parsed once when the specs are (`supported_data_types`).
+    #[serde(skip)]
+    parsed_data_types: Option<Vec<DataType>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -140,13 +146,40 @@ pub struct Specs {
 pub fn specs() -> &'static Specs {
     static SPECS: OnceLock<Specs> = OnceLock::new();
     SPECS.get_or_init(|| Specs {
-        split: serde_yaml::from_str(SPLIT_YAML).expect("specs/split.yaml parses"),
-        join: serde_yaml::from_str(JOIN_YAML).expect("specs/join.yaml parses"),
-        slice1: serde_yaml::from_str(SLICE1_YAML).expect("specs/slice1.yaml parses"),
+        split: with_parsed_tables(
+            serde_yaml::from_str(SPLIT_YAML).expect("specs/split.yaml parses"),
+        ),
+        join: with_parsed_tables(serde_yaml::from_str(JOIN_YAML).expect("specs/join.yaml parses")),
+        slice1: with_parsed_tables(
+            serde_yaml::from_str(SLICE1_YAML).expect("specs/slice1.yaml parses"),
+        ),
         common: serde_yaml::from_str(TENSOR_YAML).expect("specs/tensor.yaml parses"),
         execution: serde_yaml::from_str(EXECUTION_YAML)
             .expect("specs/execution-properties.yaml parses"),
     })
+}
+
+/// The support tables' levels and data types parsed once, with the specs, instead of on
+/// every validation.
+fn with_parsed_tables(mut spec: OperatorSpec) -> OperatorSpec {
+    for row in &mut spec.tensor_support {
+        row.parsed_level = Some(parse_row_level(&row.level));
+        for tensor in &mut row.tensors {
+            tensor.parsed_data_types = Some(parse_data_types(&tensor.data_types));
+        }
+    }
+    spec
+}
+
+fn parse_row_level(level: &str) -> FeatureLevel {
+    FeatureLevel::parse(level).expect("table level in specs is a known level")
+}
+
+fn parse_data_types(names: &[String]) -> Vec<DataType> {
+    names
+        .iter()
+        .map(|name| DataType::from_name(name).expect("data type in specs is known"))
+        .collect()
 }
 
 /// Every execution property, in the file's order.
@@ -220,7 +253,8 @@ pub fn support_row(kind: OperatorKind, level: FeatureLevel) -> Option<&'static S
 }
 
 pub fn row_level(row: &SupportRow) -> FeatureLevel {
-    FeatureLevel::parse(&row.level).expect("table level in specs is a known level")
+    row.parsed_level
+        .unwrap_or_else(|| parse_row_level(&row.level))
 }
 
 impl TensorSupport {
@@ -230,10 +264,18 @@ impl TensorSupport {
     }
 
     pub fn supported_data_types(&self) -> Vec<DataType> {
-        self.data_types
-            .iter()
-            .map(|name| DataType::from_name(name).expect("data type in specs is known"))
-            .collect()
+        match &self.parsed_data_types {
+            Some(parsed) => parsed.clone(),
+            None => parse_data_types(&self.data_types),
+        }
+    }
+
+    /// Whether the row lists `data_type` (no allocation once the specs are parsed).
+    pub fn supports_data_type(&self, data_type: DataType) -> bool {
+        match &self.parsed_data_types {
+            Some(parsed) => parsed.contains(&data_type),
+            None => parse_data_types(&self.data_types).contains(&data_type),
+        }
     }
 
     /// "1 to 8", or "4" when the row lists a single count.

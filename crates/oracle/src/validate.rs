@@ -514,7 +514,7 @@ fn check_support(
             ),
         ))?;
     }
-    if !support.supported_data_types().contains(&tensor.data_type) {
+    if !support.supports_data_type(tensor.data_type) {
         c.broken(Violation::new(
             &format!("{op}.data_type_supported"),
             format!(

@@ -1,7 +1,7 @@
 //! Seeded random bit patterns for input data. Floats are biased toward the values a copy
 //! most often mangles: NaNs with payloads, -0.0, infinities and subnormals.
 
-use crate::{DataType, write_element};
+use crate::DataType;
 
 /// splitmix64: tiny, seedable, and the same on every platform.
 #[derive(Clone, Debug)]
@@ -14,6 +14,7 @@ impl BitPatternRng {
         BitPatternRng { state: seed }
     }
 
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.state;
@@ -23,6 +24,7 @@ impl BitPatternRng {
     }
 
     /// One element's bits: one time in four a special value for floats, otherwise uniform.
+    #[inline]
     pub fn element(&mut self, data_type: DataType) -> u64 {
         let raw = self.next_u64();
         let width = data_type.element_size() * 8;
@@ -59,15 +61,32 @@ impl BitPatternRng {
 /// bytes that do not make a whole element get random bytes too.
 pub fn fill_random_bits(data_type: DataType, bytes: &mut [u8], seed: u64) {
     let mut rng = BitPatternRng::new(seed);
-    let size = data_type.element_size();
-    let slots = bytes.len() / size;
-    for slot in 0..slots {
-        let bits = rng.element(data_type);
-        write_element(bytes, slot * size, data_type, bits);
-    }
-    for byte in &mut bytes[slots * size..] {
+    // One loop per element size, so that each slot is a copy of a fixed length (a copy of a
+    // run-time length is a call to memcpy, per element).
+    let rest = match data_type.element_size() {
+        1 => fill_slots::<1>(data_type, bytes, &mut rng),
+        2 => fill_slots::<2>(data_type, bytes, &mut rng),
+        4 => fill_slots::<4>(data_type, bytes, &mut rng),
+        _ => fill_slots::<8>(data_type, bytes, &mut rng),
+    };
+    for byte in rest {
         *byte = rng.next_u64() as u8;
     }
+}
+
+/// Fills every whole `SIZE`-byte slot with an element's bits, little-endian, in order; the
+/// bytes left over that do not make a whole slot.
+fn fill_slots<'a, const SIZE: usize>(
+    data_type: DataType,
+    bytes: &'a mut [u8],
+    rng: &mut BitPatternRng,
+) -> &'a mut [u8] {
+    let mut slots = bytes.chunks_exact_mut(SIZE);
+    for slot in &mut slots {
+        let bits = rng.element(data_type).to_le_bytes();
+        slot.copy_from_slice(&bits[..SIZE]);
+    }
+    slots.into_remainder()
 }
 
 #[cfg(test)]
@@ -92,5 +111,23 @@ mod tests {
         );
         assert!(halves.contains(&0x8000));
         assert!(halves.iter().any(|&h| h & 0x7c00 == 0 && h & 0x3ff != 0));
+    }
+
+    #[test]
+    fn each_slot_holds_the_next_element_and_the_tail_the_next_bytes() {
+        for data_type in DataType::ALL {
+            let size = data_type.element_size();
+            let mut bytes = vec![0u8; 10 * size + size - 1];
+            fill_random_bits(data_type, &mut bytes, 11);
+            let mut rng = BitPatternRng::new(11);
+            let mut expected = Vec::new();
+            for _ in 0..10 {
+                expected.extend_from_slice(&rng.element(data_type).to_le_bytes()[..size]);
+            }
+            for _ in 0..size - 1 {
+                expected.push(rng.next_u64() as u8);
+            }
+            assert_eq!(bytes, expected, "{data_type}");
+        }
     }
 }

@@ -40,13 +40,15 @@ pub(crate) fn holes_written(inner: &[u8], addressed: &[bool], offset: usize) -> 
 
 /// A buffer of `size` bytes with guard bands, all filled with the sentinel pattern.
 pub(crate) fn guarded_buffer(size: usize) -> Vec<u8> {
-    // Copied a period at a time, not computed per byte (a large-tier output is megabytes).
+    // One period, then the buffer so far copied after itself (a large-tier output is
+    // megabytes): while its length is a whole number of periods, byte `len + k` is byte `k`.
     let period = sentinel_period();
     let len = size + 2 * GUARD_BYTES;
     let mut buffer = Vec::with_capacity(len);
+    buffer.extend_from_slice(&period[..len.min(period.len())]);
     while buffer.len() < len {
-        let take = (len - buffer.len()).min(period.len());
-        buffer.extend_from_slice(&period[..take]);
+        let take = (len - buffer.len()).min(buffer.len());
+        buffer.extend_from_within(..take);
     }
     buffer
 }
@@ -262,7 +264,7 @@ mod tests {
 
     #[test]
     fn a_guarded_buffer_holds_the_sentinel_at_every_position() {
-        for size in [0, 1, 250, 251, 1000] {
+        for size in [0, 1, 250, 251, 1000, 100_000] {
             let buffer = guarded_buffer(size);
             assert_eq!(buffer.len(), size + 2 * GUARD_BYTES);
             assert!(
