@@ -546,7 +546,7 @@ mod tests {
         for count in 0..=(320 / N) {
             let len = count * N;
             let src = &source[9..9 + len];
-            let expected = gathered_one_by_one(src, -1, N, count);
+            let expected: Vec<u8> = src.chunks(N).rev().flatten().copied().collect();
             for start in 0..64 {
                 buffer.fill(0x5a);
                 let at = aligned + start;
