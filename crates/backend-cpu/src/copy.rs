@@ -263,7 +263,8 @@ impl<'a, const N: usize> Gather<'a, N> {
     /// with non-temporal stores: the gathered bytes reach memory without the destination's
     /// lines being read first, as in the best copy (with cached stores the reversed Slice1
     /// was at 0.84x-0.95x of it while its output stayed in the caches, 0.67x-0.72x once it
-    /// did not: docs/guide/performance.md). The caller fences.
+    /// did not: docs/guide/performance.md). Reversed runs go line by line instead
+    /// (`stream_reversed`) where their lines start on element boundaries. The caller fences.
     fn stream_into(&self, out: &mut [u8], block: &mut [u8; GATHER_BLOCK_BYTES]) {
         if self.step == -1 && stream_reversed::<N>(out, self.src) {
             return;
