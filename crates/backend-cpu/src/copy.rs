@@ -263,8 +263,12 @@ impl<'a, const N: usize> Gather<'a, N> {
     /// with non-temporal stores: the gathered bytes reach memory without the destination's
     /// lines being read first, as in the best copy (with cached stores the reversed Slice1
     /// was at 0.84x-0.95x of it while its output stayed in the caches, 0.67x-0.72x once it
-    /// did not: docs/guide/performance.md). The caller fences.
+    /// did not: docs/guide/performance.md). Reversed runs go line by line instead
+    /// (`stream_reversed`) where their lines start on element boundaries. The caller fences.
     fn stream_into(&self, out: &mut [u8], block: &mut [u8; GATHER_BLOCK_BYTES]) {
+        if self.step == -1 && stream_reversed::<N>(out, self.src) {
+            return;
+        }
         let per_block = GATHER_BLOCK_BYTES / N;
         let mut stage = |(k, target): (usize, &mut [u8])| {
             let staged = &mut block[..target.len()];
@@ -280,6 +284,48 @@ impl<'a, const N: usize> Gather<'a, N> {
             blocks.rev().for_each(&mut stage);
         }
     }
+}
+
+/// `out` = the elements of `src` in reverse order (both the same length), its whole 64-byte
+/// lines written with non-temporal stores, each reversed in registers from the 64 source
+/// bytes it mirrors (`reversed_line`); the bytes before the first line and after the last
+/// with ordinary stores. Staging 4 KiB blocks in L1 first (`Gather::stream_into`) left the
+/// reversed Slice1 at 0.73x of the best copy at 64 MiB and more: the core reversed a block,
+/// then streamed it, never both at once. The caller fences. The lines must start on element
+/// boundaries, as they do in any buffer at an address that is a multiple of N (a typed
+/// buffer's); otherwise nothing is written and the answer is false.
+fn stream_reversed<const N: usize>(out: &mut [u8], src: &[u8]) -> bool {
+    let len = out.len();
+    let (head, lines, tail) = crate::stream::lines_mut(out);
+    if !head.len().is_multiple_of(N) {
+        return false;
+    }
+    let (head_len, tail_len) = (head.len(), tail.len());
+    // The head mirrors the last bytes of `src`, the tail its first ones, and the lines the
+    // bytes between: the last line the first 64 of them, the line before it the next 64...
+    // Read in that order, the source is read forward.
+    reverse::<N>(tail, &src[..tail_len]);
+    let (chunks, _) = src[tail_len..len - head_len].as_chunks::<64>();
+    for (line, chunk) in lines.iter_mut().rev().zip(chunks) {
+        crate::stream::store_line(line, reversed_line::<N>(chunk));
+    }
+    reverse::<N>(head, &src[len - head_len..]);
+    true
+}
+
+/// 64 bytes with their elements of N bytes in reverse order, as a value that stays in
+/// registers (the same lanes as `reverse`: whole elements, bytes as swapped pairs).
+#[inline(always)]
+fn reversed_line<const N: usize>(line: &[u8; 64]) -> [u8; 64] {
+    let mut out = [0u8; 64];
+    match N {
+        1 => reverse_bytes(&mut out, line),
+        2 => reverse_as::<2, u16>(&mut out, line, u16::from_ne_bytes, u16::to_ne_bytes),
+        4 => reverse_as::<4, u32>(&mut out, line, u32::from_ne_bytes, u32::to_ne_bytes),
+        8 => reverse_as::<8, u64>(&mut out, line, u64::from_ne_bytes, u64::to_ne_bytes),
+        _ => reverse::<N>(&mut out, line),
+    }
+    out
 }
 
 /// `out` = the elements of `src` in reverse order (both the same length).
@@ -429,8 +475,9 @@ mod tests {
         gather_kernels_match_one_by_one::<8>();
     }
 
-    /// Streamed gathers, staged block by block: runs shorter than a block, of exactly one,
-    /// and of several with a partial last block, at every element size.
+    /// Streamed gathers, staged block by block (reversed ones line by line where the lines
+    /// start on element boundaries): runs shorter than a block, of exactly one, and of
+    /// several with a partial last block, at every element size and several alignments.
     fn streamed_gathers_match_one_by_one<const N: usize>() {
         let source: Vec<u8> = (0..80_000u32).map(|i| (i * 7 + i / 4093) as u8).collect();
         let per_block = GATHER_BLOCK_BYTES / N;
@@ -447,13 +494,21 @@ mod tests {
                     continue;
                 }
                 let src = &source[3..3 + extent];
-                let mut out = vec![0u8; count * N + 5];
-                let mut block = [0; GATHER_BLOCK_BYTES];
-                Gather::<N>::new(src, step, count).stream_into(&mut out[5..], &mut block);
-                crate::stream::store_fence();
                 let expected = gathered_one_by_one(src, step, N, count);
-                assert_eq!(out[5..], expected, "N {N}, step {step}, count {count}");
-                assert_eq!(out[..5], [0; 5]);
+                // Starts on and off element boundaries (the reversed runs' lines, or their
+                // staged blocks when the lines would split elements).
+                for pad in [0, 5, 8, 16] {
+                    let mut buffer = vec![0u8; count * N + 64 + pad];
+                    let at = buffer.as_ptr().align_offset(64) + pad;
+                    let out = &mut buffer[at..at + count * N];
+                    let mut block = [0; GATHER_BLOCK_BYTES];
+                    Gather::<N>::new(src, step, count).stream_into(out, &mut block);
+                    crate::stream::store_fence();
+                    let what = format!("N {N}, step {step}, count {count}, pad {pad}");
+                    assert_eq!(buffer[at..at + count * N], expected, "{what}");
+                    assert!(buffer[..at].iter().all(|&b| b == 0), "{what}");
+                    assert!(buffer[at + count * N..].iter().all(|&b| b == 0), "{what}");
+                }
             }
         }
     }
@@ -464,6 +519,63 @@ mod tests {
         streamed_gathers_match_one_by_one::<2>();
         streamed_gathers_match_one_by_one::<4>();
         streamed_gathers_match_one_by_one::<8>();
+    }
+
+    /// A reversed line: the 64 bytes' elements of N bytes in reverse order, each element's
+    /// bytes in their own order.
+    fn reversed_line_reverses_whole_elements<const N: usize>() {
+        let line: [u8; 64] = std::array::from_fn(|i| (i * 7 + 1) as u8);
+        let expected: Vec<u8> = line.chunks(N).rev().flatten().copied().collect();
+        assert_eq!(reversed_line::<N>(&line)[..], expected[..], "N {N}");
+    }
+
+    #[test]
+    fn reversed_lines_reverse_whole_elements_at_every_element_size() {
+        reversed_line_reverses_whole_elements::<1>();
+        reversed_line_reverses_whole_elements::<2>();
+        reversed_line_reverses_whole_elements::<4>();
+        reversed_line_reverses_whole_elements::<8>();
+    }
+
+    /// Reversed runs streamed line by line, at every length up to five lines and every
+    /// start within a line: the source's elements in reverse order, the bytes around the run
+    /// untouched; refused (nothing written) only for runs that start off an element boundary.
+    fn streamed_reversal_matches_one_by_one<const N: usize>() {
+        let source: Vec<u8> = (0..400u32).map(|i| (i * 13 + i / 7) as u8).collect();
+        let mut buffer = vec![0x5au8; 600];
+        let aligned = buffer.as_ptr().align_offset(64);
+        for count in 0..=(320 / N) {
+            let len = count * N;
+            let src = &source[9..9 + len];
+            let expected: Vec<u8> = src.chunks(N).rev().flatten().copied().collect();
+            for start in 0..64 {
+                buffer.fill(0x5a);
+                let at = aligned + start;
+                let written = stream_reversed::<N>(&mut buffer[at..at + len], src);
+                crate::stream::store_fence();
+                // Lines start on element boundaries whenever the run does.
+                assert!(written || start % N != 0, "N {N}, len {len}, start {start}");
+                if written {
+                    assert_eq!(
+                        buffer[at..at + len],
+                        expected,
+                        "N {N}, len {len}, at {start}"
+                    );
+                } else {
+                    assert!(buffer[at..at + len].iter().all(|&b| b == 0x5a));
+                }
+                assert!(buffer[..at].iter().all(|&b| b == 0x5a));
+                assert!(buffer[at + len..].iter().all(|&b| b == 0x5a));
+            }
+        }
+    }
+
+    #[test]
+    fn streamed_reversals_match_one_by_one_for_every_element_size() {
+        streamed_reversal_matches_one_by_one::<1>();
+        streamed_reversal_matches_one_by_one::<2>();
+        streamed_reversal_matches_one_by_one::<4>();
+        streamed_reversal_matches_one_by_one::<8>();
     }
 
     #[test]

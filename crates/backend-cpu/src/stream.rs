@@ -7,6 +7,9 @@
 //! part of every x86-64 CPU, so nothing is detected at run time). Elsewhere the copy is a
 //! plain `copy_from_slice`. The unsafe block works on exact 64-byte chunks that safe code cut
 //! from the two slices, with the destination chunk aligned to 64 bytes by a safe head copy.
+//! For kernels that make each line's bytes themselves (the reversed gathers of
+//! `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
+//! `align_to_mut`) and `store_line` streams a value into one (four stores).
 
 /// Copies `src` into `dst` with non-temporal stores for every whole 64-byte line of `dst`
 /// (ordinary copies for the unaligned head and the tail), then fences, so the bytes are
@@ -44,6 +47,35 @@ pub(crate) fn copy_nontemporal_unfenced(dst: &mut [u8], src: &[u8]) {
 pub(crate) fn store_fence() {
     #[cfg(target_arch = "x86_64")]
     imp::fence();
+}
+
+/// A 64-byte line of a destination, on a 64-byte boundary ([`lines_mut`] cuts them from a
+/// slice): [`store_line`] writes one with non-temporal stores. Its alignment is what makes
+/// those stores sound, so a line can be written from any safe code.
+#[repr(C, align(64))]
+pub(crate) struct Line([u8; 64]);
+
+/// `dst` as the bytes before its first 64-byte boundary, its whole lines from there, and the
+/// bytes after the last of them (the lines may be fewer than fit, never wrong: the bytes
+/// left out are in the head or the tail).
+#[allow(unsafe_code)]
+pub(crate) fn lines_mut(dst: &mut [u8]) -> (&mut [u8], &mut [Line], &mut [u8]) {
+    // SAFETY: a `Line` is a `[u8; 64]` (repr(C)), so any 64 initialized bytes are a valid
+    // one, and `align_to_mut` returns as lines only bytes on 64-byte boundaries, each once.
+    unsafe { dst.align_to_mut::<Line>() }
+}
+
+/// Writes `bytes` into `line` with non-temporal stores, unfenced: the caller fences
+/// ([`store_fence`]) before anything reads the line (ordinary stores where there are no
+/// such stores).
+#[inline(always)]
+pub(crate) fn store_line(line: &mut Line, bytes: [u8; 64]) {
+    #[cfg(target_arch = "x86_64")]
+    imp::store_line(line, bytes);
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        line.0 = bytes;
+    }
 }
 
 /// Whether `copy_nontemporal` uses non-temporal stores on this platform.
@@ -86,6 +118,22 @@ mod imp {
             }
         }
         lines.into_remainder().copy_from_slice(sources.remainder());
+    }
+
+    #[inline(always)]
+    pub fn store_line(line: &mut super::Line, bytes: [u8; 64]) {
+        let d = line.0.as_mut_ptr().cast::<__m128i>();
+        let s = bytes.as_ptr().cast::<__m128i>();
+        // SAFETY: `bytes` and `line` are 64 bytes each, so the four 16-byte loads read inside
+        // `bytes` and the four 16-byte stores write inside `line`. `_mm_loadu_si128` takes
+        // any alignment; `_mm_stream_si128` needs 16 bytes, and a `Line` is aligned to 64.
+        // `line` is borrowed mutably, so nothing else touches it meanwhile. SSE2 is part of
+        // every x86-64 CPU.
+        unsafe {
+            for k in 0..4 {
+                _mm_stream_si128(d.add(k), _mm_loadu_si128(s.add(k)));
+            }
+        }
     }
 
     /// Non-temporal stores are weakly ordered: fence them before the caller (or another
