@@ -736,7 +736,8 @@ mod tests {
 
     /// wgpu and tract are cargo features: in a build without one, naming it says which
     /// feature brings it (and `backends` still lists it, saying so); with it, it resolves.
-    /// `cargo test -p dmlcts` checks the slim build, `cargo test --workspace` the full one.
+    /// `cargo test -p dmlcts` checks the slim build (CI checks it on the installed slim
+    /// build, in .ci/outsider-test), `cargo test --workspace` the full one.
     #[test]
     fn a_backend_left_out_of_the_build_says_which_feature_brings_it() {
         let host = Host {
