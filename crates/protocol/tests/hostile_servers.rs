@@ -172,23 +172,21 @@ fn a_flood_of_unsolicited_frames_fails_the_process_not_the_run() {
         return;
     };
     let run = hostile_run("frame-flood", &doc_cases(), Duration::from_secs(10), &out);
+    // The first frame answers the compile. The next is read either while no request waits
+    // for a reply (a stray frame: the process is ended, its stderr kept) or after the execute
+    // was sent (its wrong reply: the case fails and the process stays, per the protocol page).
+    // Which depends on the scheduler; the stray frame's path is tested without a race in
+    // process::child's unit tests.
     for r in &run.results {
         assert_eq!(r.status, Status::Failed, "{}", r.name);
-        assert!(r.details.contains("protocol violation"), "{}", r.details);
+        let stray = r
+            .details
+            .contains("protocol violation: a frame that no request waits for: {\"id\":")
+            && r.details.contains("| flooding frames, on purpose");
+        let wrong_reply = r.details.contains("protocol violation: expected `")
+            && r.details.contains("\"type\":\"accepted\"}");
+        assert!(stray || wrong_reply, "{}", r.details);
     }
-    // The first frame answers the compile; the next, read while no request waits for a
-    // reply, ends the process (or, read after the execute was sent, is its wrong reply,
-    // and a later one ends the process).
-    let ended = run
-        .results
-        .iter()
-        .filter(|r| {
-            r.details
-                .contains("protocol violation: a frame that no request waits for: {\"id\":")
-                && r.details.contains("| flooding frames, on purpose")
-        })
-        .count();
-    assert!(ended >= 1, "{}", run.results[0].details);
     assert_eq!(
         Summary::of(&run.results).line(),
         "0 passed, 8 failed, 0 skipped"

@@ -686,7 +686,32 @@ impl<R: Read + StopPollable> Read for StoppableReader<R> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_command_line;
+    use super::{read_replies, split_command_line};
+    use crate::frame::write_frame;
+    use serde_json::json;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn a_frame_read_while_no_request_waits_ends_the_reader_with_a_violation() {
+        let mut bytes = Vec::new();
+        for _ in 0..3 {
+            write_frame(&mut bytes, &json!({"type": "accepted", "id": 1}), &[]).unwrap();
+        }
+        // One reply is awaited: the first frame is it, the second is unsolicited and the
+        // third is never read (a flood costs one violation).
+        let awaited = Arc::new(Mutex::new(Some(Vec::new())));
+        let frames = read_replies(std::io::Cursor::new(bytes), awaited);
+        let first = frames.recv().unwrap().unwrap();
+        assert_eq!(first.kind(), "accepted");
+        assert_eq!(
+            frames.recv().unwrap().unwrap_err(),
+            r#"protocol violation: a frame that no request waits for: {"id":1,"payloads":[],"type":"accepted"}"#
+        );
+        assert!(
+            frames.recv().is_err(),
+            "the reader goes on after a violation"
+        );
+    }
 
     #[test]
     fn a_windows_command_line_splits_at_unquoted_blanks_keeping_backslashes() {
