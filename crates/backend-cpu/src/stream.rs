@@ -7,8 +7,8 @@
 //! part of every x86-64 CPU, so nothing is detected at run time). Elsewhere the copy is a
 //! plain `copy_from_slice`. The unsafe block works on exact 64-byte chunks that safe code cut
 //! from the two slices, with the destination chunk aligned to 64 bytes by a safe head copy.
-//! For kernels that make each line's bytes themselves (the reversed gathers of
-//! `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
+//! For kernels that make each line's bytes themselves (the reversed and every-other gathers
+//! of `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
 //! `align_to_mut`) and `store_line` streams a value into one (four stores).
 
 /// Copies `src` into `dst` with non-temporal stores for every whole 64-byte line of `dst`
