@@ -556,8 +556,9 @@ mod tests {
     }
 
     /// Streamed gathers, staged block by block (reversed ones and every-other ones line by
-    /// line where the lines start on element boundaries): runs shorter than a block, of exactly one, and of
-    /// several with a partial last block, at every element size and several alignments.
+    /// line where the lines start on element boundaries): runs shorter than a block, of
+    /// exactly one, and of several with a partial last block, at every element size and
+    /// several alignments.
     fn streamed_gathers_match_one_by_one<const N: usize>() {
         let source: Vec<u8> = (0..80_000u32).map(|i| (i * 7 + i / 4093) as u8).collect();
         let per_block = GATHER_BLOCK_BYTES / N;
