@@ -618,30 +618,36 @@ mod tests {
         reversed_line_reverses_whole_elements::<8>();
     }
 
-    /// Reversed runs streamed line by line, at every length up to five lines and every
-    /// start within a line: the source's elements in reverse order, the bytes around the run
-    /// untouched; refused (nothing written) only for runs that start off an element boundary.
-    fn streamed_reversal_matches_one_by_one<const N: usize>() {
-        let source: Vec<u8> = (0..400u32).map(|i| (i * 13 + i / 7) as u8).collect();
+    /// A kernel that streams a gather of `step` line by line (`stream_reversed`,
+    /// `stream_every_other`), at every length up to five lines and every start within a
+    /// line: the same bytes as one element at a time, the bytes around the run untouched;
+    /// refused (nothing written) only for runs that start off an element boundary.
+    fn streamed_lines_match_one_by_one<const N: usize>(
+        kernel: fn(&mut [u8], &[u8]) -> bool,
+        step: isize,
+    ) {
+        let source: Vec<u8> = (0..800u32).map(|i| (i * 13 + i / 7) as u8).collect();
         let mut buffer = vec![0x5au8; 600];
         let aligned = buffer.as_ptr().align_offset(64);
         for count in 0..=(320 / N) {
             let len = count * N;
-            let src = &source[9..9 + len];
-            let expected: Vec<u8> = src.chunks(N).rev().flatten().copied().collect();
+            let extent = count.saturating_sub(1) * step.unsigned_abs() * N + count.min(1) * N;
+            let src = &source[9..9 + extent];
+            let expected = if count == 0 {
+                Vec::new()
+            } else {
+                gathered_one_by_one(src, step, N, count)
+            };
             for start in 0..64 {
                 buffer.fill(0x5a);
                 let at = aligned + start;
-                let written = stream_reversed::<N>(&mut buffer[at..at + len], src);
+                let written = kernel(&mut buffer[at..at + len], src);
                 crate::stream::store_fence();
                 // Lines start on element boundaries whenever the run does.
-                assert!(written || start % N != 0, "N {N}, len {len}, start {start}");
+                let what = format!("N {N}, step {step}, len {len}, start {start}");
+                assert!(written || start % N != 0, "{what}");
                 if written {
-                    assert_eq!(
-                        buffer[at..at + len],
-                        expected,
-                        "N {N}, len {len}, at {start}"
-                    );
+                    assert_eq!(buffer[at..at + len], expected, "{what}");
                 } else {
                     assert!(buffer[at..at + len].iter().all(|&b| b == 0x5a));
                 }
@@ -653,51 +659,18 @@ mod tests {
 
     #[test]
     fn streamed_reversals_match_one_by_one_for_every_element_size() {
-        streamed_reversal_matches_one_by_one::<1>();
-        streamed_reversal_matches_one_by_one::<2>();
-        streamed_reversal_matches_one_by_one::<4>();
-        streamed_reversal_matches_one_by_one::<8>();
-    }
-
-    /// Runs of every other element streamed line by line, at every length up to five lines
-    /// and every start within a line: elements 0, 2, 4, ... of the source, the bytes around
-    /// the run untouched; refused (nothing written) only for runs that start off an element
-    /// boundary.
-    fn streamed_every_other_matches_one_by_one<const N: usize>() {
-        let source: Vec<u8> = (0..800u32).map(|i| (i * 13 + i / 7) as u8).collect();
-        let mut buffer = vec![0x5au8; 600];
-        let aligned = buffer.as_ptr().align_offset(64);
-        for count in 1..=(320 / N) {
-            let len = count * N;
-            let src = &source[9..9 + 2 * len - N];
-            let expected = gathered_one_by_one(src, 2, N, count);
-            for start in 0..64 {
-                buffer.fill(0x5a);
-                let at = aligned + start;
-                let written = stream_every_other::<N>(&mut buffer[at..at + len], src);
-                crate::stream::store_fence();
-                assert!(written || start % N != 0, "N {N}, len {len}, start {start}");
-                if written {
-                    assert_eq!(
-                        buffer[at..at + len],
-                        expected,
-                        "N {N}, len {len}, at {start}"
-                    );
-                } else {
-                    assert!(buffer[at..at + len].iter().all(|&b| b == 0x5a));
-                }
-                assert!(buffer[..at].iter().all(|&b| b == 0x5a));
-                assert!(buffer[at + len..].iter().all(|&b| b == 0x5a));
-            }
-        }
+        streamed_lines_match_one_by_one::<1>(stream_reversed::<1>, -1);
+        streamed_lines_match_one_by_one::<2>(stream_reversed::<2>, -1);
+        streamed_lines_match_one_by_one::<4>(stream_reversed::<4>, -1);
+        streamed_lines_match_one_by_one::<8>(stream_reversed::<8>, -1);
     }
 
     #[test]
     fn streamed_every_other_matches_one_by_one_for_every_element_size() {
-        streamed_every_other_matches_one_by_one::<1>();
-        streamed_every_other_matches_one_by_one::<2>();
-        streamed_every_other_matches_one_by_one::<4>();
-        streamed_every_other_matches_one_by_one::<8>();
+        streamed_lines_match_one_by_one::<1>(stream_every_other::<1>, 2);
+        streamed_lines_match_one_by_one::<2>(stream_every_other::<2>, 2);
+        streamed_lines_match_one_by_one::<4>(stream_every_other::<4>, 2);
+        streamed_lines_match_one_by_one::<8>(stream_every_other::<8>, 2);
     }
 
     #[test]
