@@ -4,12 +4,16 @@
 //! `copy::STREAM_MIN_RUN_BYTES`); `cargo xtask bench` uses them in its reference copies.
 //!
 //! This is the crate's only `unsafe` code: SSE2 loads and `_mm_stream_si128` stores (SSE2 is
-//! part of every x86-64 CPU, so nothing is detected at run time). Elsewhere the copy is a
+//! part of every x86-64 CPU, so nothing is detected at run time for them), and the reversed
+//! UINT8 lines' byte shuffle: SSSE3's `pshufb` where `is_x86_feature_detected!` finds it,
+//! SSE2's shifts and word shuffles otherwise. Elsewhere the copy is a
 //! plain `copy_from_slice`. The unsafe block works on exact 64-byte chunks that safe code cut
 //! from the two slices, with the destination chunk aligned to 64 bytes by a safe head copy.
 //! For kernels that make each line's bytes themselves (the reversed and every-other gathers
 //! of `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
-//! `align_to_mut`) and `store_line` streams a value into one (four stores).
+//! `align_to_mut`) and `store_line` streams a value into one (four stores);
+//! `store_line_reversed_bytes` streams 64 bytes reversed (SSE2 shifts and shuffles, the
+//! reversed UINT8 gather's kernel).
 
 /// Copies `src` into `dst` with non-temporal stores for every whole 64-byte line of `dst`
 /// (ordinary copies for the unaligned head and the tail), then fences, so the bytes are
@@ -78,13 +82,34 @@ pub(crate) fn store_line(line: &mut Line, bytes: [u8; 64]) {
     }
 }
 
+/// Writes each of `chunks` into the line of `lines` that mirrors it (the first chunk into the
+/// last line, the second into the line before it...; as many as the shorter has) with its 64
+/// bytes in reverse order (the line's byte k is the chunk's byte 63 - k), with non-temporal
+/// stores, unfenced, as `store_line` does. The reversed UINT8 gather's kernel: safe Rust's
+/// byte reversal does not vectorize on baseline x86-64 (reversed pairs do, at half the
+/// width), so each 16 bytes are reversed with one SSSE3 `pshufb` where the CPU has it (checked
+/// once per call), else with SSE2 shifts and shuffles.
+pub(crate) fn store_lines_reversed_bytes(lines: &mut [Line], chunks: &[[u8; 64]]) {
+    #[cfg(target_arch = "x86_64")]
+    imp::store_lines_reversed_bytes(lines, chunks);
+    #[cfg(not(target_arch = "x86_64"))]
+    for (line, chunk) in lines.iter_mut().rev().zip(chunks) {
+        line.0 = *chunk;
+        line.0.reverse();
+    }
+}
+
 /// Whether `copy_nontemporal` uses non-temporal stores on this platform.
 pub const NONTEMPORAL_STORES: bool = cfg!(target_arch = "x86_64");
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod imp {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+    use std::arch::x86_64::{
+        __m128i, _mm_loadu_si128, _mm_or_si128, _mm_setr_epi8, _mm_sfence, _mm_shuffle_epi8,
+        _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_shufflelo_epi16, _mm_slli_epi16,
+        _mm_srli_epi16, _mm_stream_si128,
+    };
 
     const LINE: usize = 64;
 
@@ -136,6 +161,59 @@ mod imp {
         }
     }
 
+    pub fn store_lines_reversed_bytes(lines: &mut [super::Line], chunks: &[[u8; 64]]) {
+        if std::arch::is_x86_feature_detected!("ssse3") {
+            // SAFETY: the CPU has SSSE3 (checked just above), the one feature this function
+            // enables beyond the baseline.
+            unsafe { lines_reversed_ssse3(lines, chunks) }
+        } else {
+            for (line, chunk) in lines.iter_mut().rev().zip(chunks) {
+                store_line_reversed_with(line, chunk, reversed_16_sse2);
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have SSSE3.
+    #[target_feature(enable = "ssse3")]
+    unsafe fn lines_reversed_ssse3(lines: &mut [super::Line], chunks: &[[u8; 64]]) {
+        let backwards = _mm_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        for (line, chunk) in lines.iter_mut().rev().zip(chunks) {
+            store_line_reversed_with(line, chunk, |x| _mm_shuffle_epi8(x, backwards));
+        }
+    }
+
+    /// Streams `bytes` into `line` reversed, `reversed_16` reversing each 16 of them.
+    #[inline(always)]
+    pub fn store_line_reversed_with(
+        line: &mut super::Line,
+        bytes: &[u8; 64],
+        reversed_16: impl Fn(__m128i) -> __m128i,
+    ) {
+        let d = line.0.as_mut_ptr().cast::<__m128i>();
+        let s = bytes.as_ptr().cast::<__m128i>();
+        for k in 0..4 {
+            // SAFETY: as in `store_line`: 64 bytes each side, so the 16-byte load at `3 - k`
+            // reads inside `bytes` (any alignment) and the non-temporal 16-byte store at `k`
+            // writes inside the 64-byte-aligned, mutably borrowed `line`.
+            unsafe { _mm_stream_si128(d.add(k), reversed_16(_mm_loadu_si128(s.add(3 - k)))) };
+        }
+    }
+
+    /// The 16 bytes of `x` in reverse order, with SSE2 alone: the bytes of each 16-bit word
+    /// swapped, then the words of each 64-bit half reversed, then the halves swapped.
+    #[inline(always)]
+    pub fn reversed_16_sse2(x: __m128i) -> __m128i {
+        // SAFETY: register operations only (no memory is read or written); SSE2 is part of
+        // every x86-64 CPU.
+        unsafe {
+            let swapped = _mm_or_si128(_mm_slli_epi16::<8>(x), _mm_srli_epi16::<8>(x));
+            let words = _mm_shufflelo_epi16::<0b00_01_10_11>(swapped);
+            let words = _mm_shufflehi_epi16::<0b00_01_10_11>(words);
+            _mm_shuffle_epi32::<0b01_00_11_10>(words)
+        }
+    }
+
     /// Non-temporal stores are weakly ordered: fence them before the caller (or another
     /// thread, after a join) reads the destination.
     pub fn fence() {
@@ -177,6 +255,36 @@ mod tests {
         copy_nontemporal(&mut destination[3..], &source);
         assert_eq!(&destination[3..], &source[..]);
         assert_eq!(&destination[..3], &[0, 0, 0]);
+    }
+
+    /// Three lines of distinct bytes, each the reverse of the chunk it mirrors: through the
+    /// public function (SSSE3's kernel where the CPU has it) and through SSE2's kernel.
+    #[test]
+    fn reversed_lines_mirror_their_chunks_byte_by_byte_with_each_kernel() {
+        let chunks: Vec<[u8; 64]> = (0..3u8)
+            .map(|c| std::array::from_fn(|k| c * 64 + k as u8))
+            .collect();
+        let expected: Vec<[u8; 64]> = (chunks.iter().rev())
+            .map(|chunk| std::array::from_fn(|k| chunk[63 - k]))
+            .collect();
+        let written = |fill: &dyn Fn(&mut [Line])| -> Vec<[u8; 64]> {
+            let mut buffer = vec![0u8; 64 * 4];
+            let (_, lines, _) = lines_mut(&mut buffer);
+            fill(&mut lines[..3]);
+            store_fence();
+            lines[..3].iter().map(|line| line.0).collect()
+        };
+        let public = written(&|lines| store_lines_reversed_bytes(lines, &chunks));
+        assert_eq!(public, expected);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let sse2 = written(&|lines| {
+                for (line, chunk) in lines.iter_mut().rev().zip(&chunks) {
+                    imp::store_line_reversed_with(line, chunk, imp::reversed_16_sse2);
+                }
+            });
+            assert_eq!(sse2, expected);
+        }
     }
 
     #[test]
