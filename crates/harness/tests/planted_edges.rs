@@ -228,15 +228,7 @@ impl CompiledOperator for Faulty {
         }
         .map_err(|e| e.to_string())?;
         for (result, binding) in results.iter().zip(outputs.iter_mut()) {
-            for (byte, (&value, &addressed)) in binding
-                .bytes_mut()
-                .iter_mut()
-                .zip(result.bytes.iter().zip(&result.addressed))
-            {
-                if addressed {
-                    *byte = value;
-                }
-            }
+            result.write_addressed_into(binding.bytes_mut());
         }
         let outputs_desc = self.op.outputs();
         match (self.bug, &self.op) {

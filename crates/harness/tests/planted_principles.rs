@@ -180,15 +180,7 @@ fn oracle_outputs(
 ) -> Result<(), String> {
     let results = execute(op, inputs).map_err(|e| e.to_string())?;
     for (result, binding) in results.iter().zip(outputs.iter_mut()) {
-        for (byte, (&value, &addressed)) in binding
-            .bytes_mut()
-            .iter_mut()
-            .zip(result.bytes.iter().zip(&result.addressed))
-        {
-            if addressed {
-                *byte = value;
-            }
-        }
+        result.write_addressed_into(binding.bytes_mut());
     }
     Ok(())
 }

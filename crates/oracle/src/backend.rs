@@ -45,14 +45,7 @@ impl CompiledOperator for CompiledByOracle {
                     result.bytes.len()
                 ));
             }
-            for (byte, (&value, &addressed)) in target
-                .iter_mut()
-                .zip(result.bytes.iter().zip(&result.addressed))
-            {
-                if addressed {
-                    *byte = value;
-                }
-            }
+            result.write_addressed_into(target);
         }
         Ok(())
     }

@@ -14,6 +14,21 @@ pub struct OracleOutput {
     pub addressed: Vec<bool>,
 }
 
+impl OracleOutput {
+    /// Writes the addressed bytes into `target` and leaves its other bytes as they were, as a
+    /// backend that writes only the output's elements does (the oracle as a backend, and test
+    /// backends built on it). A target of another length gets the bytes both have.
+    pub fn write_addressed_into(&self, target: &mut [u8]) {
+        for (byte, (&value, &addressed)) in
+            (target.iter_mut()).zip(self.bytes.iter().zip(&self.addressed))
+        {
+            if addressed {
+                *byte = value;
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ExecuteError {
     /// The descriptor breaks a rule; nothing was executed.
@@ -364,5 +379,24 @@ fn slice1<const SIZE: usize>(
             output,
             &output_coordinates,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_addressed_bytes_are_written_into_a_target() {
+        let output = OracleOutput {
+            bytes: vec![1, 2, 3, 4],
+            addressed: vec![true, false, true, false],
+        };
+        let mut target = [9u8; 4];
+        output.write_addressed_into(&mut target);
+        assert_eq!(target, [1, 9, 3, 9]);
+        let mut shorter = [9u8; 3];
+        output.write_addressed_into(&mut shorter);
+        assert_eq!(shorter, [1, 9, 3]);
     }
 }

@@ -188,15 +188,7 @@ impl CompiledOperator for Compiled {
         let refs: Vec<&[u8]> = sized.iter().map(Vec::as_slice).collect();
         let results = execute(plan, &refs).map_err(|e| format!("last-plan: {e:?}"))?;
         for (binding, result) in outputs.iter_mut().zip(&results) {
-            for (byte, (&value, &addressed)) in binding
-                .bytes_mut()
-                .iter_mut()
-                .zip(result.bytes.iter().zip(&result.addressed))
-            {
-                if addressed {
-                    *byte = value;
-                }
-            }
+            result.write_addressed_into(binding.bytes_mut());
         }
         Ok(())
     }

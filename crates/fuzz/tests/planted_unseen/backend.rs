@@ -662,15 +662,7 @@ impl CompiledOperator for Compiled {
         }
         for (binding, &from) in outputs.iter_mut().zip(&order) {
             let result = &results[from];
-            for (byte, (&value, &addressed)) in binding
-                .bytes_mut()
-                .iter_mut()
-                .zip(result.bytes.iter().zip(&result.addressed))
-            {
-                if addressed {
-                    *byte = value;
-                }
-            }
+            result.write_addressed_into(binding.bytes_mut());
         }
         Ok(())
     }

@@ -348,15 +348,7 @@ impl CompiledOperator for Compiled {
     fn execute(&self, inputs: &[&[u8]], outputs: &mut [OutputBinding<'_>]) -> Result<(), String> {
         let results = execute(&self.0, inputs).map_err(|e| e.to_string())?;
         for (result, binding) in results.iter().zip(outputs.iter_mut()) {
-            let target = binding.bytes_mut();
-            for (byte, (&value, &addressed)) in target
-                .iter_mut()
-                .zip(result.bytes.iter().zip(&result.addressed))
-            {
-                if addressed {
-                    *byte = value;
-                }
-            }
+            result.write_addressed_into(binding.bytes_mut());
         }
         Ok(())
     }
