@@ -1,7 +1,7 @@
-//! Where a thread's time goes, by stage of a case (generation, the oracle's validation and
-//! execution, the backend, comparison, the invariants, bookkeeping), for `cargo xtask bench
-//! --fuzz`'s campaign profile. Off unless a thread turns it on: the runner and the campaign
-//! mark their stages with `stage`, which then costs one thread-local flag read.
+//! Where a thread's time goes, by stage of a case (generation, input bytes, the oracle's
+//! validation and execution, the backend, comparison, the invariants, bookkeeping), for `cargo
+//! xtask bench --fuzz`'s campaign profile. Off unless a thread turns it on: the runner and the
+//! campaign mark their stages with `stage`, which then costs one thread-local flag read.
 //!
 //! The time between two marks goes to the stage that was current: a stage lasts until the
 //! guard `stage` returns is dropped, and time not inside any stage is bookkeeping. Each
@@ -14,8 +14,11 @@ use std::time::{Duration, Instant};
 /// The stages of a case, as the profile reports them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Stage {
-    /// Making the case: its recipe, value tree and descriptor, and its input bytes.
+    /// Making the case: its recipe, value tree and descriptor (a fuzz campaign's; the corpus's
+    /// cases are read, not made).
     Generation,
+    /// Making the case's input bytes from its data (seeded random bits, or listed values).
+    InputBytes,
     /// The oracle's validation: the case's expectation, the skips, the verdict at the level.
     OracleValidation,
     /// The oracle computing the expected outputs.
@@ -31,8 +34,9 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 7] = [
+    pub const ALL: [Stage; 8] = [
         Stage::Generation,
+        Stage::InputBytes,
         Stage::OracleValidation,
         Stage::OracleExecution,
         Stage::Backend,
@@ -44,6 +48,7 @@ impl Stage {
     pub fn name(self) -> &'static str {
         match self {
             Stage::Generation => "generation",
+            Stage::InputBytes => "input bytes",
             Stage::OracleValidation => "oracle validation",
             Stage::OracleExecution => "oracle execution",
             Stage::Backend => "backend",

@@ -572,7 +572,7 @@ fn execute_and_compare(
     if let Some(reason) = crate::corpus::data::over_address_space(largest) {
         return Verdict::Skip(reason);
     }
-    let generation = stage(Stage::Generation);
+    let making_inputs = stage(Stage::InputBytes);
     let mut input_bytes = Vec::with_capacity(inputs.len());
     for (i, (desc, data)) in inputs.iter().zip(&case.inputs).enumerate() {
         match data.materialize(desc) {
@@ -585,7 +585,7 @@ fn execute_and_compare(
             }
         }
     }
-    drop(generation);
+    drop(making_inputs);
     let comparison = stage(Stage::Comparison);
     let pristine_inputs = input_bytes.clone();
     let input_refs: Vec<&[u8]> = input_bytes.iter().map(Vec::as_slice).collect();
