@@ -4,16 +4,15 @@
 //! `copy::STREAM_MIN_RUN_BYTES`); `cargo xtask bench` uses them in its reference copies.
 //!
 //! This is the crate's only `unsafe` code: SSE2 loads and `_mm_stream_si128` stores (SSE2 is
-//! part of every x86-64 CPU, so nothing is detected at run time for them), and the reversed
-//! UINT8 lines' byte shuffle: SSSE3's `pshufb` where `is_x86_feature_detected!` finds it,
-//! SSE2's shifts and word shuffles otherwise. Elsewhere the copy is a
-//! plain `copy_from_slice`. The unsafe block works on exact 64-byte chunks that safe code cut
-//! from the two slices, with the destination chunk aligned to 64 bytes by a safe head copy.
-//! For kernels that make each line's bytes themselves (the reversed and every-other gathers
-//! of `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
+//! part of every x86-64 CPU, so nothing is detected at run time for them), and the byte
+//! shuffle of the reversed UINT8 lines: SSSE3's `pshufb` where `is_x86_feature_detected!`
+//! finds it, SSE2's shifts and word shuffles otherwise. Elsewhere the copy is a plain
+//! `copy_from_slice`. The unsafe block works on exact 64-byte chunks that safe code cut from
+//! the two slices, with the destination chunk aligned to 64 bytes by a safe head copy. For
+//! kernels that make each line's bytes themselves (the reversed and every-other gathers of
+//! `crate::copy`), `lines_mut` cuts a destination into 64-byte-aligned `Line`s (one
 //! `align_to_mut`) and `store_line` streams a value into one (four stores);
-//! `store_line_reversed_bytes` streams 64 bytes reversed (SSE2 shifts and shuffles, the
-//! reversed UINT8 gather's kernel).
+//! `store_lines_reversed_bytes` streams a run of lines, each 64 source bytes reversed.
 
 /// Copies `src` into `dst` with non-temporal stores for every whole 64-byte line of `dst`
 /// (ordinary copies for the unaligned head and the tail), then fences, so the bytes are
